@@ -1,0 +1,50 @@
+#include "core/json.h"
+
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include "core/error.h"
+
+namespace kopt {
+
+std::string ReadTextFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read " + path.string() + ": check that the file exists and is readable.");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteTextFileAtomic(const std::filesystem::path& path,
+                         const std::string& text) {
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  auto tmp = path;
+  tmp += ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error("cannot write " + tmp.string() + ": check permissions and free disk space.");
+    out << text;
+    out.flush();
+    if (!out) throw Error("writing " + tmp.string() + " failed: check free disk space.");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw Error("cannot replace " + path.string() + ": " + ec.message() + ".");
+}
+
+Json ReadJsonFile(const std::filesystem::path& path) {
+  std::string text = ReadTextFile(path);
+  try {
+    return Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    throw Error(path.string() + " is not valid JSON (" + e.what() + "): fix or delete it.");
+  }
+}
+
+void WriteJsonFileAtomic(const std::filesystem::path& path, const Json& value,
+                         int indent) {
+  WriteTextFileAtomic(path, value.dump(indent) + "\n");
+}
+
+}  // namespace kopt

@@ -1,0 +1,95 @@
+#include "core/outcome.h"
+
+#include <fmt/format.h>
+
+namespace kopt {
+namespace {
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
+
+std::string FirstLine(const std::string& s, size_t max_len = 160) {
+  auto nl = s.find('\n');
+  std::string line = s.substr(0, nl);
+  if (line.size() > max_len) line = line.substr(0, max_len) + "...";
+  return line;
+}
+}  // namespace
+
+std::string OutcomeName(const Outcome& o) {
+  return std::visit(Overloaded{
+                        [](const BuildFailed&) { return std::string("build_failed"); },
+                        [](const Incorrect&) { return std::string("incorrect"); },
+                        [](const Crashed&) { return std::string("crashed"); },
+                        [](const TimedOut&) { return std::string("timed_out"); },
+                        [](const Measured&) { return std::string("measured"); },
+                    },
+                    o);
+}
+
+std::string OutcomeLine(const Outcome& o) {
+  return std::visit(
+      Overloaded{
+          [](const BuildFailed& b) { return "build failed: " + FirstLine(b.log); },
+          [](const Incorrect& i) {
+            return "incorrect: " + (i.reasons.empty() ? std::string("outputs differ") : i.reasons.front());
+          },
+          [](const Crashed& c) { return "crashed (" + c.kind + "): " + FirstLine(c.message); },
+          [](const TimedOut& t) { return fmt::format("timed out after {:.1f} s in {}", t.after_s, t.phase); },
+          [](const Measured& m) {
+            std::string s = fmt::format("correct, {:.4g} ms", m.time_ms.median);
+            if (auto sp = m.SpeedupVsEager()) s += fmt::format(" ({:.2f}x vs eager)", *sp);
+            return s;
+          },
+      },
+      o);
+}
+
+Json ToJson(const SampleSummary& s) {
+  return Json{{"n", s.n},          {"median", s.median}, {"ci_low", s.ci_low},
+              {"ci_high", s.ci_high}, {"min", s.min},       {"max", s.max}};
+}
+
+SampleSummary SampleSummaryFromJson(const Json& j) {
+  SampleSummary s;
+  s.n = j.value("n", 0);
+  s.median = j.value("median", 0.0);
+  s.ci_low = j.value("ci_low", 0.0);
+  s.ci_high = j.value("ci_high", 0.0);
+  s.min = j.value("min", 0.0);
+  s.max = j.value("max", 0.0);
+  return s;
+}
+
+Json ToJson(const Outcome& o) {
+  Json j{{"verdict", OutcomeName(o)}, {"summary", OutcomeLine(o)}};
+  std::visit(Overloaded{
+                 [&](const BuildFailed& b) { j["log"] = b.log; },
+                 [&](const Incorrect& i) { j["reasons"] = i.reasons; },
+                 [&](const Crashed& c) {
+                   j["kind"] = c.kind;
+                   j["message"] = c.message;
+                 },
+                 [&](const TimedOut& t) {
+                   j["phase"] = t.phase;
+                   j["after_s"] = t.after_s;
+                 },
+                 [&](const Measured& m) {
+                   j["time_ms"] = ToJson(m.time_ms);
+                   j["host_ms"] = ToJson(m.host_ms);
+                   if (m.eager_ms) j["eager_ms"] = ToJson(*m.eager_ms);
+                   if (m.compile_ms) j["compile_ms"] = ToJson(*m.compile_ms);
+                   if (auto sp = m.SpeedupVsEager()) j["speedup_vs_eager"] = *sp;
+                   if (m.energy_mj_per_call) j["energy_mj_per_call"] = *m.energy_mj_per_call;
+                   if (m.eager_energy_mj_per_call) j["eager_energy_mj_per_call"] = *m.eager_energy_mj_per_call;
+                   j["warnings"] = m.warnings;
+                 },
+             },
+             o);
+  return j;
+}
+
+}  // namespace kopt
