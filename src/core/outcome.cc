@@ -48,22 +48,6 @@ std::string OutcomeLine(const Outcome& o) {
       o);
 }
 
-Json ToJson(const SampleSummary& s) {
-  return Json{{"n", s.n},          {"median", s.median}, {"ci_low", s.ci_low},
-              {"ci_high", s.ci_high}, {"min", s.min},       {"max", s.max}};
-}
-
-SampleSummary SampleSummaryFromJson(const Json& j) {
-  SampleSummary s;
-  s.n = j.value("n", 0);
-  s.median = j.value("median", 0.0);
-  s.ci_low = j.value("ci_low", 0.0);
-  s.ci_high = j.value("ci_high", 0.0);
-  s.min = j.value("min", 0.0);
-  s.max = j.value("max", 0.0);
-  return s;
-}
-
 Json ToJson(const Outcome& o) {
   Json j{{"verdict", OutcomeName(o)}, {"summary", OutcomeLine(o)}};
   std::visit(Overloaded{

@@ -56,7 +56,5 @@ std::string OutcomeName(const Outcome& outcome);
 /// One line for terminals: the verdict and its main reason.
 std::string OutcomeLine(const Outcome& outcome);
 Json ToJson(const Outcome& outcome);
-Json ToJson(const SampleSummary& s);
-SampleSummary SampleSummaryFromJson(const Json& j);
 
 }  // namespace kopt

@@ -3,6 +3,8 @@
 
 #include <vector>
 
+#include "core/json.h"
+
 namespace kopt {
 
 struct SampleSummary {
@@ -23,5 +25,8 @@ SampleSummary Summarize(std::vector<double> samples);
 
 /// Median of the samples (0 for none).
 double Median(std::vector<double> samples);
+
+Json ToJson(const SampleSummary& s);
+SampleSummary SampleSummaryFromJson(const Json& j);
 
 }  // namespace kopt

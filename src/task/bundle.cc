@@ -1,0 +1,204 @@
+#include "task/bundle.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace kopt {
+namespace {
+
+std::vector<long long> IntList(const Json& j) {
+  std::vector<long long> v;
+  if (j.is_array())
+    for (const auto& x : j) v.push_back(x.get<long long>());
+  return v;
+}
+
+TensorSpec TensorFromJson(const Json& j, const std::string& default_role) {
+  TensorSpec t;
+  t.name = j.value("name", "");
+  t.role = j.value("role", default_role);
+  t.dtype = j.value("dtype", "float32");
+  if (t.dtype.rfind("torch.", 0) == 0) t.dtype = t.dtype.substr(6);
+  t.shape = IntList(j.value("shape", Json::array()));
+  t.strides = IntList(j.value("strides", Json::array()));
+  return t;
+}
+
+Json ToJson(const TensorSpec& t) {
+  return Json{{"name", t.name}, {"role", t.role}, {"dtype", t.dtype}, {"shape", t.shape}, {"strides", t.strides}};
+}
+
+double Num(const Json& j, const char* key, double fallback = 0) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
+}
+
+void AddFlag(TaskBundle* b, const std::string& flag, const std::string& note) {
+  if (!b->HasFlag(flag)) {
+    b->flags.push_back(flag);
+    b->flag_notes.push_back(note);
+  }
+}
+
+}  // namespace
+
+long long TensorSpec::Numel() const {
+  long long n = 1;
+  for (long long s : shape) n *= s;
+  return n;
+}
+
+bool TaskBundle::HasFlag(const std::string& f) const {
+  return std::find(flags.begin(), flags.end(), f) != flags.end();
+}
+
+bool TaskBundle::Degenerate() const {
+  return HasFlag(flags::kNearZero) || HasFlag(flags::kNearConstant) || HasFlag(flags::kSeedIndependent);
+}
+
+double FloorMs(double min_bytes, double matrix_flops, double other_flops, const std::string& dtype,
+               const Ceilings& c, std::string* bound) {
+  double matrix_rate = c.fp32_flops_per_s;  // strict fp32: CUDA cores
+  if (dtype == "bfloat16") matrix_rate = std::max(matrix_rate, c.bf16_flops_per_s);
+  if (dtype == "float16") matrix_rate = std::max(matrix_rate, c.fp16_flops_per_s);
+  double memory_s = c.bandwidth_bytes_per_s > 0 ? min_bytes / c.bandwidth_bytes_per_s : 0;
+  double compute_s = 0;
+  if (matrix_rate > 0) compute_s += matrix_flops / matrix_rate;
+  if (c.fp32_flops_per_s > 0) {
+    // Elementwise work in 16-bit types can run at twice the fp32 rate.
+    double other_rate = c.fp32_flops_per_s * ((dtype == "bfloat16" || dtype == "float16") ? 2 : 1);
+    compute_s += other_flops / other_rate;
+  }
+  if (bound) *bound = compute_s > memory_s ? "compute" : "memory";
+  return 1e3 * std::max(memory_s, compute_s);
+}
+
+TaskBundle BundleFromCapture(const Task& task, const std::string& task_hash, const Json& capture,
+                             const DeviceInfo& device, const Ceilings& ceilings,
+                             const DegeneracyThresholds& th) {
+  TaskBundle b;
+  b.task_name = task.name;
+  b.task_path = task.path.string();
+  b.task_hash = task_hash;
+  b.device = device;
+
+  const Json& sig = capture.at("signature");
+  for (const auto& t : sig.value("inputs", Json::array())) b.inputs.push_back(TensorFromJson(t, "input"));
+  for (const auto& t : sig.value("outputs", Json::array())) b.outputs.push_back(TensorFromJson(t, "output"));
+  b.n_forward_inputs = sig.value("n_forward_inputs", 0);
+  b.training = sig.value("training", false);
+
+  b.graph = capture.value("graph", Json::object());
+  b.flops = Num(b.graph, "flops");
+  if (b.graph.contains("flops_by_class")) b.matrix_flops = Num(b.graph["flops_by_class"], "matrix");
+  b.min_bytes = Num(capture, "min_bytes");
+  for (const auto& k : capture.value("kernels", Json::array()))
+    b.kernels.push_back({k.value("name", ""), Num(k, "calls"), Num(k, "device_ms")});
+  b.ref_error = capture.value("ref_error", Json());
+
+  // Degeneracy: judged per output over all seeds.
+  const Json stats = capture.value("outputs_stats", Json::array());
+  for (size_t o = 0; o < b.outputs.size(); ++o) {
+    bool all_zero = !stats.empty();
+    bool all_constant = !stats.empty();
+    for (const auto& per_seed : stats) {
+      if (!per_seed.is_array() || o >= per_seed.size()) continue;
+      const Json& s = per_seed[o];
+      double max_abs = Num(s, "max_abs"), sd = Num(s, "std"), mean = Num(s, "mean");
+      double numel = Num(s, "numel", 1);
+      if (max_abs >= th.near_zero_max_abs) all_zero = false;
+      double scale = std::max(std::fabs(mean), max_abs);
+      if (numel <= 1 || scale <= 0 || sd / scale >= th.near_constant_rel_std) all_constant = false;
+    }
+    if (all_zero)
+      AddFlag(&b, flags::kNearZero,
+              fmt::format("output {} is near zero for every seed (max |x| < {:g}): a kernel writing zeros would pass",
+                          o, th.near_zero_max_abs));
+    else if (all_constant)
+      AddFlag(&b, flags::kNearConstant,
+              fmt::format("output {} is near constant for every seed: a kernel writing one value would pass", o));
+    const Json seed_diff = capture.value("seed_rel_diff", Json::array());
+    if (o < seed_diff.size() && seed_diff[o].is_number() && b.outputs[o].Numel() > 0 &&
+        seed_diff[o].get<double>() < th.seed_independent_rel_diff && !all_zero)
+      AddFlag(&b, flags::kSeedIndependent,
+              fmt::format("output {} does not change with the inputs: a kernel returning a stored answer would pass", o));
+    const Json repeat_diff = capture.value("repeat_rel_diff", Json::array());
+    if (o < repeat_diff.size() && repeat_diff[o].is_number() &&
+        repeat_diff[o].get<double>() > th.stochastic_rel_diff)
+      AddFlag(&b, flags::kStochastic,
+              fmt::format("output {} changes between runs on identical inputs (random ops such as dropout)", o));
+  }
+  if (b.ref_error.is_null() || (b.ref_error.is_array() && !b.ref_error.empty() && b.ref_error[0].is_null()))
+    AddFlag(&b, flags::kNoFp64,
+            "the reference cannot run in float64, so tolerances fall back to comparing with the fp32 reference");
+
+  std::string dtype = b.outputs.empty() ? "float32" : b.outputs[0].dtype;
+  for (const auto& t : b.inputs)
+    if (t.role == "input" && (t.dtype == "bfloat16" || t.dtype == "float16")) dtype = t.dtype;
+  b.floor_ms = FloorMs(b.min_bytes, b.matrix_flops, std::max(0.0, b.flops - b.matrix_flops), dtype, ceilings,
+                       &b.floor_bound);
+  return b;
+}
+
+Json ToJson(const TaskBundle& b) {
+  Json j;
+  j["task_name"] = b.task_name;
+  j["task_path"] = b.task_path;
+  j["task_hash"] = b.task_hash;
+  j["device"] = ToJson(b.device);
+  j["inputs"] = Json::array();
+  for (const auto& t : b.inputs) j["inputs"].push_back(ToJson(t));
+  j["outputs"] = Json::array();
+  for (const auto& t : b.outputs) j["outputs"].push_back(ToJson(t));
+  j["n_forward_inputs"] = b.n_forward_inputs;
+  j["training"] = b.training;
+  j["flops"] = b.flops;
+  j["matrix_flops"] = b.matrix_flops;
+  j["min_bytes"] = b.min_bytes;
+  j["graph"] = b.graph;
+  j["kernels"] = Json::array();
+  for (const auto& k : b.kernels)
+    j["kernels"].push_back({{"name", k.name}, {"calls", k.calls}, {"device_ms", k.device_ms}});
+  j["ref_error"] = b.ref_error;
+  j["flags"] = b.flags;
+  j["flag_notes"] = b.flag_notes;
+  j["floor_ms"] = b.floor_ms;
+  j["floor_bound"] = b.floor_bound;
+  if (b.eager_ms) j["eager_ms"] = ToJson(*b.eager_ms);
+  if (b.compile_ms) j["compile_ms"] = ToJson(*b.compile_ms);
+  if (!b.compile_error.empty()) j["compile_error"] = b.compile_error;
+  return j;
+}
+
+TaskBundle BundleFromJson(const Json& j) {
+  TaskBundle b;
+  b.task_name = j.value("task_name", "");
+  b.task_path = j.value("task_path", "");
+  b.task_hash = j.value("task_hash", "");
+  if (j.contains("device")) {
+    Json hello{{"device", j["device"]}, {"torch", j["device"].value("torch", "")}};
+    b.device = DeviceInfoFromHello(hello);
+  }
+  for (const auto& t : j.value("inputs", Json::array())) b.inputs.push_back(TensorFromJson(t, "input"));
+  for (const auto& t : j.value("outputs", Json::array())) b.outputs.push_back(TensorFromJson(t, "output"));
+  b.n_forward_inputs = j.value("n_forward_inputs", 0);
+  b.training = j.value("training", false);
+  b.flops = j.value("flops", 0.0);
+  b.matrix_flops = j.value("matrix_flops", 0.0);
+  b.min_bytes = j.value("min_bytes", 0.0);
+  b.graph = j.value("graph", Json::object());
+  for (const auto& k : j.value("kernels", Json::array()))
+    b.kernels.push_back({k.value("name", ""), k.value("calls", 0.0), k.value("device_ms", 0.0)});
+  b.ref_error = j.value("ref_error", Json());
+  b.flags = j.value("flags", std::vector<std::string>{});
+  b.flag_notes = j.value("flag_notes", std::vector<std::string>{});
+  b.floor_ms = j.value("floor_ms", 0.0);
+  b.floor_bound = j.value("floor_bound", "");
+  if (j.contains("eager_ms")) b.eager_ms = SampleSummaryFromJson(j["eager_ms"]);
+  if (j.contains("compile_ms")) b.compile_ms = SampleSummaryFromJson(j["compile_ms"]);
+  b.compile_error = j.value("compile_error", "");
+  return b;
+}
+
+}  // namespace kopt

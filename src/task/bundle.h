@@ -1,0 +1,95 @@
+// TaskBundle: everything capture learned about a task's reference.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/json.h"
+#include "core/stats.h"
+#include "core/task.h"
+#include "task/device.h"
+
+namespace kopt {
+
+struct TensorSpec {
+  std::string name;
+  std::string role;   ///< input, param, buffer, scalar, output
+  std::string dtype;  ///< torch name without the prefix: float32, bfloat16, ...
+  std::vector<long long> shape;
+  std::vector<long long> strides;
+  long long Numel() const;
+};
+
+struct ReferenceKernel {
+  std::string name;
+  double calls = 0;      ///< per forward call
+  double device_ms = 0;  ///< per forward call
+};
+
+/// Names of the degeneracy and semantics flags capture can raise.
+namespace flags {
+inline constexpr const char* kNearZero = "near_zero_output";
+inline constexpr const char* kNearConstant = "near_constant_output";
+inline constexpr const char* kSeedIndependent = "seed_independent_output";
+inline constexpr const char* kStochastic = "stochastic_reference";
+inline constexpr const char* kNoFp64 = "no_float64_reference";
+}  // namespace flags
+
+struct TaskBundle {
+  std::string task_name;
+  std::string task_path;
+  std::string task_hash;  ///< content hash of the task file
+  DeviceInfo device;
+
+  std::vector<TensorSpec> inputs;   ///< ABI order: forward tensors, params, buffers
+  std::vector<TensorSpec> outputs;
+  int n_forward_inputs = 0;
+  bool training = false;
+
+  double flops = 0;
+  double matrix_flops = 0;
+  double min_bytes = 0;  ///< every ABI input read once, every output written once
+  Json graph;            ///< aten-level op graph with shapes and FLOPs
+  std::vector<ReferenceKernel> kernels;
+  Json ref_error;        ///< per output: fp32 reference vs float64
+
+  std::vector<std::string> flags;  ///< see kopt::flags
+  std::vector<std::string> flag_notes;  ///< plain-English explanation per flag
+
+  double floor_ms = 0;
+  std::string floor_bound;  ///< "memory" or "compute"
+
+  std::optional<SampleSummary> eager_ms;
+  std::optional<SampleSummary> compile_ms;
+  std::string compile_error;  ///< why torch.compile could not be timed
+
+  bool HasFlag(const std::string& f) const;
+  /// True when some flag means a trivial kernel could pass: such a task
+  /// cannot certify candidates.
+  bool Degenerate() const;
+};
+
+/// Thresholds for the degeneracy checks (data, not control flow).
+struct DegeneracyThresholds {
+  double near_zero_max_abs = 1e-6;       ///< every output element below this
+  double near_constant_rel_std = 1e-6;   ///< std / max(|mean|, max_abs) below this
+  double seed_independent_rel_diff = 1e-7;
+  double stochastic_rel_diff = 0;        ///< repeat difference above this
+};
+
+/// Builds the bundle from the worker's `capture` reply: parses the signature
+/// and graph, raises degeneracy flags, and computes the floor from ceilings.
+TaskBundle BundleFromCapture(const Task& task, const std::string& task_hash, const Json& capture,
+                             const DeviceInfo& device, const Ceilings& ceilings,
+                             const DegeneracyThresholds& thresholds = {});
+
+/// The floor time: the larger of min_bytes over bandwidth and FLOPs over the
+/// fastest rate the task's dtype allows. `bound` receives which one won.
+double FloorMs(double min_bytes, double matrix_flops, double other_flops, const std::string& dtype,
+               const Ceilings& ceilings, std::string* bound);
+
+Json ToJson(const TaskBundle& b);
+TaskBundle BundleFromJson(const Json& j);
+
+}  // namespace kopt
