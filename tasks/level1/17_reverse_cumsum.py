@@ -1,0 +1,27 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Reverse (suffix) cumulative sum along dim 1: out[i] = sum(x[i:])."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cumsum(x.flip(self.dim), dim=self.dim).flip(self.dim)
+
+
+batch_size = 16384
+length = 8192
+scan_dim = 1
+
+
+def get_inputs():
+    x = torch.randn(batch_size, length)
+    return [x]
+
+
+def get_init_inputs():
+    return [scan_dim]
