@@ -2,9 +2,9 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <dlfcn.h>
 #include <unistd.h>
 
+#include "core/gpu.h"
 #include "core/subprocess.h"
 
 namespace kopt::testing {
@@ -24,17 +24,7 @@ std::filesystem::path ScratchDir(const std::string& label) {
   return dir;
 }
 
-bool HaveGpu() {
-  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) return false;
-  using InitFn = int (*)(unsigned);
-  using CountFn = int (*)(int*);
-  auto init = reinterpret_cast<InitFn>(::dlsym(lib, "cuInit"));
-  auto count = reinterpret_cast<CountFn>(::dlsym(lib, "cuDeviceGetCount"));
-  int n = 0;
-  bool ok = init && count && init(0) == 0 && count(&n) == 0 && n > 0;
-  return ok;
-}
+bool HaveGpu() { return HaveCudaDevice(); }
 
 bool HaveNvcc() {
   return !FindOnPath("nvcc").empty() || ::access("/usr/local/cuda/bin/nvcc", X_OK) == 0;

@@ -1,0 +1,10 @@
+// Whether this machine has a usable CUDA device, asked of the driver directly.
+#pragma once
+
+namespace kopt {
+
+/// True when libcuda loads and reports at least one device. Does not create
+/// a context in this process beyond cuInit.
+bool HaveCudaDevice();
+
+}  // namespace kopt

@@ -1,0 +1,235 @@
+#include "run/evaluator.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/hash.h"
+
+namespace kopt {
+namespace fs = std::filesystem;
+namespace {
+
+double Since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string Tail(const std::string& s, size_t n = 1500) {
+  return s.size() <= n ? s : "..." + s.substr(s.size() - n);
+}
+
+// A task failure is the user's input, not a candidate's: one sentence.
+[[noreturn]] void ThrowTaskError(const Task& task, const WorkerReply& r, const std::string& what) {
+  std::string detail = r.message.empty() ? Tail(r.stderr_tail, 400) : r.message;
+  auto nl = detail.find_last_of('\n', detail.size() > 1 ? detail.size() - 2 : 0);
+  if (detail.size() > 300 && nl != std::string::npos) detail = detail.substr(nl + 1);
+  throw Error(fmt::format("{} of task {} failed ({}): fix the task file so that Model(*get_init_inputs()) "
+                          "runs on get_inputs().",
+                          what, task.name, detail));
+}
+
+Json CandidateRef(const Candidate& c, const std::optional<BuildResult>& build) {
+  if (c.kind == CandidateKind::kCuda) return Json{{"kind", "cuda"}, {"so", build ? build->so_path.string() : ""}};
+  return Json{{"kind", "hybrid"}, {"path", c.path.string()}};
+}
+
+}  // namespace
+
+fs::path DefaultCacheDir() {
+  if (const char* p = std::getenv("KOPT_CACHE"); p && *p) return p;
+  if (const char* p = std::getenv("XDG_CACHE_HOME"); p && *p) return fs::path(p) / "kopt";
+  if (const char* p = std::getenv("HOME"); p && *p) return fs::path(p) / ".cache" / "kopt";
+  return fs::temp_directory_path() / "kopt-cache";
+}
+
+Json ToJson(const EvalRecord& r) {
+  Json j{{"task", r.task_name},
+         {"candidate", r.candidate_name},
+         {"kind", r.candidate_kind},
+         {"outcome", ToJson(r.outcome)},
+         {"build_s", r.build_s},
+         {"verify_s", r.verify_s},
+         {"time_s", r.time_s},
+         {"source_to_verdict_s", r.source_to_verdict_s},
+         {"floor_ms", r.floor_ms}};
+  if (r.build) j["build"] = ToJson(*r.build);
+  if (!r.checks.is_null()) j["checks"] = r.checks;
+  if (!r.timing.is_null()) j["timing"] = r.timing;
+  return j;
+}
+
+Evaluator::Evaluator(Builder* builder, WorkerChannel* worker, EvaluatorConfig config)
+    : builder_(builder), worker_(worker), config_(std::move(config)) {}
+
+void Evaluator::Progress(const std::string& line) {
+  if (on_progress) on_progress(line);
+}
+
+const DeviceInfo& Evaluator::Device() {
+  if (!device_) {
+    WorkerReply r = worker_->Call(Json{{"op", "hello"}}, 120);
+    if (!r.ok()) throw Error("the evaluation worker did not answer hello (" + r.message + "): check PyTorch with `python3 -c 'import torch'`.");
+    device_ = DeviceInfoFromHello(r.body);
+  }
+  return *device_;
+}
+
+const Ceilings& Evaluator::DeviceCeilings() {
+  if (ceilings_) return *ceilings_;
+  const DeviceInfo& dev = Device();
+  fs::path file = config_.cache_dir / "devices" / (dev.Key() + ".json");
+  if (!config_.refresh && fs::exists(file)) {
+    try {
+      ceilings_ = CeilingsFromJson(ReadJsonFile(file).at("ceilings"));
+      return *ceilings_;
+    } catch (const std::exception&) {
+      // A damaged cache entry is measured again.
+    }
+  }
+  Progress("measuring device ceilings (once per GPU)");
+  WorkerReply r = worker_->Call(Json{{"op", "ceilings"}, {"seconds", 5}}, 600);
+  if (!r.ok()) throw Error("measuring the device's ceilings failed (" + r.message + "): check that the GPU works with `nvidia-smi`.");
+  ceilings_ = CeilingsFromProbes(r.body, dev);
+  WriteJsonFileAtomic(file, Json{{"device", ToJson(dev)}, {"ceilings", ToJson(*ceilings_)}});
+  return *ceilings_;
+}
+
+TaskBundle Evaluator::Bundle(const Task& task, bool baselines, bool compile) {
+  const DeviceInfo& dev = Device();
+  std::string hash = ContentHash({ReadTextFile(task.path)});
+  fs::path file = config_.cache_dir / "bundles" / dev.Key() / (task.name + "-" + hash.substr(0, 16) + ".json");
+  std::optional<TaskBundle> bundle;
+  if (!config_.refresh && fs::exists(file)) {
+    try {
+      bundle = BundleFromJson(ReadJsonFile(file));
+    } catch (const std::exception&) {
+    }
+  }
+  if (!bundle) {
+    const Ceilings& ceilings = DeviceCeilings();
+    Progress("capturing " + task.name);
+    WorkerReply r = worker_->Call(
+        Json{{"op", "capture"}, {"task", task.path.string()}, {"seeds", {0, 1, 2}}, {"profile", true}}, 900);
+    if (!r.ok()) ThrowTaskError(task, r, "capture");
+    bundle = BundleFromCapture(task, hash, r.body, dev, ceilings);
+    WriteJsonFileAtomic(file, ToJson(*bundle));
+  }
+  bool need_eager = baselines && !bundle->eager_ms;
+  bool need_compile = baselines && compile && !bundle->compile_ms && bundle->compile_error.empty();
+  if (need_eager || need_compile) {
+    Json contenders = Json::array({"eager"});
+    if (need_compile) contenders.push_back("compile");
+    Progress("timing baselines of " + task.name + (need_compile ? " (eager, torch.compile)" : " (eager)"));
+    WorkerReply r = worker_->Call(Json{{"op", "time"},
+                                       {"task", task.path.string()},
+                                       {"candidate", nullptr},
+                                       {"timing", {{"contenders", contenders}, {"energy", false}}}},
+                                  1200);
+    if (!r.ok()) ThrowTaskError(task, r, "timing the baselines");
+    const Json samples = r.body.value("samples", Json::object());
+    auto take = [&](const char* who, std::optional<SampleSummary>* into, std::string* error) {
+      if (!samples.contains(who)) return;
+      const Json& s = samples[who];
+      if (s.contains("error")) {
+        if (error) *error = s["error"].get<std::string>();
+        return;
+      }
+      std::vector<double> v = s.value("event_ms", std::vector<double>{});
+      if (v.empty()) v = s.value("host_ms", std::vector<double>{});
+      if (!v.empty()) *into = Summarize(v);
+    };
+    take("eager", &bundle->eager_ms, nullptr);
+    take("compile", &bundle->compile_ms, &bundle->compile_error);
+    WriteJsonFileAtomic(file, ToJson(*bundle));
+  }
+  return *bundle;
+}
+
+std::optional<BuildResult> Evaluator::BuildCandidate(const Candidate& c) {
+  if (c.kind != CandidateKind::kCuda) return std::nullopt;
+  return builder_->Build(BuildRequest{c.source, c.name, {}});
+}
+
+void Evaluator::Prebuild(const std::vector<Candidate>& candidates) {
+  std::vector<BuildRequest> requests;
+  for (const auto& c : candidates)
+    if (c.kind == CandidateKind::kCuda) requests.push_back({c.source, c.name, {}});
+  if (!requests.empty()) builder_->BuildAll(requests);
+}
+
+Outcome Evaluator::FailureOutcome(const WorkerReply& r, const std::string& phase) {
+  switch (r.status) {
+    case WorkerReply::Status::kTimeout:
+      return TimedOut{phase, r.wall_s};
+    case WorkerReply::Status::kDied:
+      return Crashed{"worker_died", r.message + "\n" + Tail(r.stderr_tail)};
+    default:
+      return Crashed{r.error_kind, r.message};
+  }
+}
+
+EvalRecord Evaluator::Evaluate(const Task& task, const TaskBundle& bundle, const Candidate& candidate,
+                               const EvalOptions& options) {
+  EvalRecord rec;
+  rec.task_name = task.name;
+  rec.candidate_name = candidate.name;
+  rec.candidate_kind = CandidateKindName(candidate.kind);
+  rec.floor_ms = bundle.floor_ms;
+  auto t0 = std::chrono::steady_clock::now();
+  worker_->Prewarm();  // the worker starts while nvcc runs
+
+  rec.build = BuildCandidate(candidate);
+  rec.build_s = Since(t0);
+  if (rec.build && !rec.build->ok) {
+    rec.outcome = BuildFailed{rec.build->log};
+    rec.source_to_verdict_s = Since(t0);
+    return rec;
+  }
+  Json cand = CandidateRef(candidate, rec.build);
+  std::string dtype = bundle.outputs.empty() ? "float32" : bundle.outputs[0].dtype;
+  Tolerance tol = KernelBenchTolerance(dtype);
+
+  auto tv = std::chrono::steady_clock::now();
+  WorkerReply v = worker_->Call(Json{{"op", "evaluate"},
+                                     {"task", task.path.string()},
+                                     {"candidate", cand},
+                                     {"seeds", options.seeds},
+                                     {"kernelbench_tol", {{"atol", tol.atol}, {"rtol", tol.rtol}}},
+                                     {"fp64", options.policy.tolerance == TolerancePolicy::kCalibrated},
+                                     {"timing", nullptr}},
+                                options.verify_timeout_s);
+  rec.verify_s = Since(tv);
+  if (!v.ok()) {
+    if (v.error_kind == "task_load") ThrowTaskError(task, v, "loading");
+    rec.outcome = FailureOutcome(v, "verification");
+    rec.source_to_verdict_s = Since(t0);
+    return rec;
+  }
+  rec.checks = v.body;
+  std::vector<std::string> reasons = JudgeChecks(v.body, bundle, options.policy);
+  rec.source_to_verdict_s = Since(t0);
+  if (!reasons.empty()) {
+    rec.outcome = Incorrect{reasons};
+    return rec;
+  }
+  Json timing = options.timing;
+  Json contenders = Json::array({"candidate", "eager"});
+  if (options.time_compile) contenders.push_back("compile");
+  timing["contenders"] = contenders;
+  if (!timing.contains("energy")) timing["energy"] = true;
+  auto tt = std::chrono::steady_clock::now();
+  WorkerReply t = worker_->Call(
+      Json{{"op", "time"}, {"task", task.path.string()}, {"candidate", cand}, {"timing", timing}},
+      options.time_timeout_s);
+  rec.time_s = Since(tt);
+  if (!t.ok()) {
+    rec.outcome = FailureOutcome(t, "timing");
+    return rec;
+  }
+  rec.timing = t.body;
+  rec.outcome = JudgeTiming(t.body, bundle, options.policy);
+  return rec;
+}
+
+}  // namespace kopt

@@ -1,0 +1,186 @@
+#include "run/verdict.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace kopt {
+namespace {
+
+double Num(const Json& j, const char* key, double fallback = 0) {
+  return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
+}
+
+std::vector<double> Doubles(const Json& j) {
+  std::vector<double> v;
+  if (j.is_array())
+    for (const auto& x : j)
+      if (x.is_number()) v.push_back(x.get<double>());
+  return v;
+}
+
+std::string Shape(const Json& j) {
+  std::string s = "[";
+  if (j.is_array())
+    for (size_t i = 0; i < j.size(); ++i) s += (i ? ", " : "") + j[i].dump();
+  return s + "]";
+}
+
+// Judges one output of one seed; appends reasons.
+void JudgeOutput(size_t index, const Json& out, const TaskBundle& bundle, const VerifyPolicy& policy,
+                 std::vector<std::string>* reasons) {
+  std::string name = bundle.outputs.size() > 1 ? fmt::format("output {}", index) : "the output";
+  if (!out.value("shape_ok", false)) {
+    std::string expect = index < bundle.outputs.size() ? Shape(Json(bundle.outputs[index].shape)) : "?";
+    reasons->push_back(fmt::format("{} has shape {} but the reference has {}", name,
+                                   Shape(out.value("shape", Json::array())), expect));
+    return;
+  }
+  if (!out.value("dtype_ok", false)) {
+    reasons->push_back(fmt::format("{} has dtype {} but the reference has {}", name, out.value("dtype", "?"),
+                                   index < bundle.outputs.size() ? bundle.outputs[index].dtype : "?"));
+    return;
+  }
+  if (out.value("aliases_input", false))
+    reasons->push_back(fmt::format("{} shares memory with an input or parameter", name));
+  long poison = out.value("poison_left", 0L);
+  if (poison > 0)
+    reasons->push_back(fmt::format("{} has {} element(s) the candidate never wrote", name, poison));
+  long nan = out.value("nan", 0L), inf = out.value("inf", 0L);
+  if (nan > 0 || inf > 0) {
+    if (poison == 0)
+      reasons->push_back(fmt::format("{} contains {} NaN and {} Inf value(s)", name, nan, inf));
+    return;
+  }
+
+  std::string dtype = index < bundle.outputs.size() ? bundle.outputs[index].dtype : "float32";
+  const Json& vs32 = out.contains("vs_ref32") ? out["vs_ref32"] : Json();
+  const Json& vs64 = out.contains("vs_ref64") ? out["vs_ref64"] : Json();
+  const Json& ref = out.contains("ref32_vs_ref64") ? out["ref32_vs_ref64"] : Json();
+
+  if (policy.tolerance == TolerancePolicy::kKernelBench || vs64.is_null() || ref.is_null()) {
+    double worst = Num(vs32, "worst_ratio", 1e300);
+    if (worst > 1.0) {
+      Tolerance tol = KernelBenchTolerance(dtype);
+      reasons->push_back(fmt::format(
+          "{} differs from the fp32 reference beyond atol={:g}, rtol={:g} (worst element at {:.3g}x the "
+          "tolerance, max abs error {:.3g})",
+          name, tol.atol, tol.rtol, worst, Num(vs32, "max_abs")));
+    }
+    return;
+  }
+
+  double eps = DtypeEpsilon(dtype);
+  double scale = std::max(Num(out, "ref_max_abs"), 1e-30);
+  double allowed_rel = std::max(policy.reference_error_multiple * Num(ref, "rel_l2"), policy.dtype_eps_multiple * eps);
+  double allowed_abs =
+      std::max(policy.reference_error_multiple * Num(ref, "max_abs"), policy.dtype_eps_multiple * eps * scale);
+  double rel = Num(vs64, "rel_l2", 1e300), abs_err = Num(vs64, "max_abs", 1e300);
+  if (rel > allowed_rel) {
+    reasons->push_back(fmt::format(
+        "{} is off by {:.3g} (relative L2) against the float64 truth; allowed {:.3g}, the fp32 reference itself "
+        "is off by {:.3g}{}",
+        name, rel, allowed_rel, Num(ref, "rel_l2"),
+        rel < 3e-2 ? " (looks like reduced precision or a different algorithm)" : ""));
+  } else if (abs_err > allowed_abs) {
+    reasons->push_back(fmt::format(
+        "{} has an element off by {:.3g} against the float64 truth; allowed {:.3g} (the fp32 reference's "
+        "worst is {:.3g})",
+        name, abs_err, allowed_abs, Num(ref, "max_abs")));
+  }
+}
+
+}  // namespace
+
+Tolerance KernelBenchTolerance(const std::string& dtype) {
+  if (dtype == "float16" || dtype == "bfloat16") return {1e-2, 1e-2};
+  return {1e-4, 1e-4};
+}
+
+double DtypeEpsilon(const std::string& dtype) {
+  if (dtype == "float64") return 2.220446049250313e-16;
+  if (dtype == "bfloat16") return 7.8125e-3;
+  if (dtype == "float16") return 9.765625e-4;
+  if (dtype == "float32") return 1.1920928955078125e-7;
+  return 0;  // integer and bool outputs must match exactly
+}
+
+std::vector<std::string> JudgeChecks(const Json& reply, const TaskBundle& bundle, const VerifyPolicy& policy) {
+  std::vector<std::string> reasons;
+  const Json checks = reply.value("checks", Json::array());
+  if (checks.empty()) return {"the worker returned no checks"};
+  for (const auto& check : checks) {
+    std::vector<std::string> seed_reasons;
+    if (check.value("inputs_mutated", false))
+      seed_reasons.push_back("the candidate modified its inputs (or parameters) during the call");
+    const Json outs = check.value("outputs", Json::array());
+    if (outs.size() != bundle.outputs.size() && !bundle.outputs.empty())
+      seed_reasons.push_back(fmt::format("the candidate returned {} output(s) but the reference returns {}",
+                                         outs.size(), bundle.outputs.size()));
+    else
+      for (size_t i = 0; i < outs.size(); ++i) JudgeOutput(i, outs[i], bundle, policy, &seed_reasons);
+    for (auto& r : seed_reasons) {
+      std::string tagged = fmt::format("{} (seed {}, {})", r, check.value("seed", -1),
+                                       check.value("order", "") == "candidate_first" ? "candidate ran first"
+                                                                                     : "reference ran first");
+      // Keep one reason per distinct problem: the first seed that shows it.
+      bool seen = std::any_of(reasons.begin(), reasons.end(),
+                              [&](const std::string& x) { return x.rfind(r, 0) == 0; });
+      if (!seen) reasons.push_back(tagged);
+    }
+  }
+  return reasons;
+}
+
+Outcome JudgeTiming(const Json& reply, const TaskBundle& bundle, const VerifyPolicy& policy) {
+  const Json samples = reply.value("samples", Json::object());
+  if (!samples.contains("candidate")) return Crashed{"internal", "the worker returned no candidate timings"};
+  const Json& cand = samples["candidate"];
+  if (cand.contains("error")) return Crashed{"candidate_error", cand.value("error", "")};
+  Measured m;
+  m.time_ms = Summarize(Doubles(cand.value("event_ms", Json::array())));
+  m.host_ms = Summarize(Doubles(cand.value("host_ms", Json::array())));
+  if (m.time_ms.n == 0) {
+    // CPU worker: only the host clock exists.
+    m.time_ms = m.host_ms;
+  }
+  auto summary = [&](const char* who) -> std::optional<SampleSummary> {
+    if (!samples.contains(who) || samples[who].contains("error")) return std::nullopt;
+    SampleSummary s = Summarize(Doubles(samples[who].value("event_ms", Json::array())));
+    if (s.n == 0) s = Summarize(Doubles(samples[who].value("host_ms", Json::array())));
+    return s.n ? std::optional<SampleSummary>(s) : std::nullopt;
+  };
+  m.eager_ms = summary("eager");
+  m.compile_ms = summary("compile");
+  const Json energy = reply.value("energy", Json::object());
+  if (energy.is_object()) {
+    if (energy.contains("candidate") && energy["candidate"].is_object())
+      if (double e = Num(energy["candidate"], "mj_per_call", -1); e >= 0) m.energy_mj_per_call = e;
+    if (energy.contains("eager") && energy["eager"].is_object())
+      if (double e = Num(energy["eager"], "mj_per_call", -1); e >= 0) m.eager_energy_mj_per_call = e;
+  }
+
+  if (bundle.floor_ms > 0 && m.time_ms.median < bundle.floor_ms * (1 - policy.floor_margin))
+    return Incorrect{{fmt::format(
+        "measured {:.4g} ms per call, below the physical floor of {:.4g} ms ({}-bound: {} at the device's measured "
+        "ceilings): the time cannot be real",
+        m.time_ms.median, bundle.floor_ms, bundle.floor_bound,
+        bundle.floor_bound == "memory" ? fmt::format("{:.3g} MB moved", bundle.min_bytes / 1e6)
+                                       : fmt::format("{:.3g} GFLOP", bundle.flops / 1e9))}};
+
+  if (m.host_ms.n > 0 && m.time_ms.n > 0) {
+    double gap = m.host_ms.median - m.time_ms.median;
+    if (gap > policy.host_gap_ms && gap > policy.host_gap_fraction * m.time_ms.median)
+      m.warnings.push_back(fmt::format(
+          "the host clock saw {:.4g} ms per call but the CUDA events {:.4g} ms: work may run outside the timed "
+          "stream, or host overhead dominates",
+          m.host_ms.median, m.time_ms.median));
+  }
+  if (m.time_ms.RelativeHalfWidth() > 0.05)
+    m.warnings.push_back(fmt::format("timing is noisy: the 95% interval of the median is ±{:.1f}%",
+                                     100 * m.time_ms.RelativeHalfWidth()));
+  return m;
+}
+
+}  // namespace kopt

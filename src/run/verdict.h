@@ -1,0 +1,53 @@
+// The verdict policy: raw worker facts in, correct-or-not and timing out.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/json.h"
+#include "core/outcome.h"
+#include "task/bundle.h"
+
+namespace kopt {
+
+enum class TolerancePolicy {
+  /// Error against a float64 evaluation of the reference must stay within a
+  /// multiple of the fp32 reference's own error (never fails a kernel for
+  /// being more accurate than a TF32 reference).
+  kCalibrated,
+  /// KernelBench's rule: allclose against the fp32 reference, atol = rtol =
+  /// 1e-4 for fp32 and 1e-2 for 16-bit types.
+  kKernelBench,
+};
+
+/// Verification thresholds (data, not control flow; see docs/verification.md).
+struct VerifyPolicy {
+  TolerancePolicy tolerance = TolerancePolicy::kCalibrated;
+  double reference_error_multiple = 5;  ///< allowed multiple of the reference's own error
+  double dtype_eps_multiple = 64;       ///< floor on the allowance, in units of the dtype's epsilon
+  double floor_margin = 0.10;           ///< a time below floor·(1 − margin) is impossible
+  double host_gap_ms = 0.1;             ///< host-clock excess over events that draws a warning
+  double host_gap_fraction = 0.5;       ///< ... when also above this fraction of the event time
+};
+
+struct Tolerance {
+  double atol = 1e-4;
+  double rtol = 1e-4;
+};
+
+/// KernelBench's tolerance for an output dtype.
+Tolerance KernelBenchTolerance(const std::string& dtype);
+
+/// Machine epsilon of a dtype name (float32, bfloat16, float16, float64).
+double DtypeEpsilon(const std::string& dtype);
+
+/// Judges an `evaluate` reply's checks. Returns the reasons the candidate is
+/// wrong, most important first; empty means correct.
+std::vector<std::string> JudgeChecks(const Json& evaluate_reply, const TaskBundle& bundle,
+                                     const VerifyPolicy& policy);
+
+/// Turns a `time` reply into Measured (medians, intervals, speedups,
+/// energy), or Incorrect when the time is physically impossible.
+Outcome JudgeTiming(const Json& time_reply, const TaskBundle& bundle, const VerifyPolicy& policy);
+
+}  // namespace kopt

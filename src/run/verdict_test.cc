@@ -1,0 +1,148 @@
+#include <gtest/gtest.h>
+
+#include "run/verdict.h"
+
+namespace kopt {
+namespace {
+
+TaskBundle OneOutput(const std::string& dtype = "float32") {
+  TaskBundle b;
+  b.outputs.push_back(TensorSpec{"out0", "output", dtype, {1024}, {1}});
+  b.floor_ms = 0.01;
+  b.floor_bound = "memory";
+  b.min_bytes = 8192;
+  return b;
+}
+
+// An output entry as the worker reports it; `cand_rel` is the candidate's
+// relative error against float64, `ref_rel` the fp32 reference's own.
+Json Out(double cand_rel, double ref_rel, double worst_ratio = 0.5) {
+  return Json{{"shape", {1024}},
+              {"dtype", "float32"},
+              {"shape_ok", true},
+              {"dtype_ok", true},
+              {"nan", 0},
+              {"inf", 0},
+              {"poison_left", 0},
+              {"aliases_input", false},
+              {"vs_ref32", {{"max_abs", cand_rel * 3}, {"rel_l2", cand_rel}, {"worst_ratio", worst_ratio}}},
+              {"vs_ref64", {{"max_abs", cand_rel * 3}, {"rel_l2", cand_rel}}},
+              {"ref32_vs_ref64", {{"max_abs", ref_rel * 3}, {"rel_l2", ref_rel}}},
+              {"ref_max_abs", 3.0}};
+}
+
+Json Reply(const Json& out, bool mutated = false) {
+  return Json{{"checks",
+               {{{"seed", 11}, {"order", "candidate_first"}, {"inputs_mutated", mutated}, {"outputs", {out}}},
+                {{"seed", 12}, {"order", "reference_first"}, {"inputs_mutated", mutated}, {"outputs", {out}}}}}};
+}
+
+TEST(Verdict, AccurateCandidatePasses) {
+  EXPECT_TRUE(JudgeChecks(Reply(Out(2e-8, 3e-8)), OneOutput(), {}).empty());
+}
+
+TEST(Verdict, MoreAccurateThanTf32ReferencePasses) {
+  // A strict-fp32 kernel against a TF32 reference (reference error 3e-4):
+  // the candidate is closer to the truth and must pass under calibration,
+  // although it is 1e-3 away from the TF32 reference in KernelBench's eyes.
+  Json out = Out(1e-7, 3e-4, /*worst_ratio=*/4.0);
+  EXPECT_TRUE(JudgeChecks(Reply(out), OneOutput(), {}).empty());
+  VerifyPolicy kb;
+  kb.tolerance = TolerancePolicy::kKernelBench;
+  EXPECT_FALSE(JudgeChecks(Reply(out), OneOutput(), kb).empty());
+}
+
+TEST(Verdict, ReducedPrecisionFailsStrictFp32) {
+  // bf16-like error (3e-3) where the fp32 reference is exact to 1e-8.
+  auto reasons = JudgeChecks(Reply(Out(3e-3, 1e-8)), OneOutput(), {});
+  ASSERT_EQ(reasons.size(), 1u);
+  EXPECT_NE(reasons[0].find("reduced precision"), std::string::npos);
+  EXPECT_NE(reasons[0].find("seed 11"), std::string::npos);
+}
+
+TEST(Verdict, StructuralFailures) {
+  Json bad_shape = Out(0, 0);
+  bad_shape["shape_ok"] = false;
+  bad_shape["shape"] = {512};
+  EXPECT_NE(JudgeChecks(Reply(bad_shape), OneOutput(), {})[0].find("shape [512]"), std::string::npos);
+
+  Json unwritten = Out(0, 0);
+  unwritten["poison_left"] = 7;
+  unwritten["nan"] = 7;
+  auto r = JudgeChecks(Reply(unwritten), OneOutput(), {});
+  ASSERT_EQ(r.size(), 1u);  // the NaNs are the poison, reported once
+  EXPECT_NE(r[0].find("7 element(s) the candidate never wrote"), std::string::npos);
+
+  Json nan = Out(0, 0);
+  nan["nan"] = 1;
+  EXPECT_NE(JudgeChecks(Reply(nan), OneOutput(), {})[0].find("NaN"), std::string::npos);
+
+  EXPECT_NE(JudgeChecks(Reply(Out(0, 0), true), OneOutput(), {})[0].find("modified its inputs"), std::string::npos);
+
+  Json alias = Out(0, 0);
+  alias["aliases_input"] = true;
+  EXPECT_NE(JudgeChecks(Reply(alias), OneOutput(), {})[0].find("shares memory"), std::string::npos);
+
+  Json two = Reply(Out(0, 0));
+  two["checks"][0]["outputs"].push_back(Out(0, 0));
+  EXPECT_NE(JudgeChecks(two, OneOutput(), {})[0].find("returned 2 output(s)"), std::string::npos);
+  EXPECT_FALSE(JudgeChecks(Json::object(), OneOutput(), {}).empty());
+}
+
+TEST(Verdict, FallsBackToKernelBenchWithoutFloat64) {
+  Json out = Out(1e-6, 0);
+  out["vs_ref64"] = nullptr;
+  out["ref32_vs_ref64"] = nullptr;
+  EXPECT_TRUE(JudgeChecks(Reply(out), OneOutput(), {}).empty());
+  out["vs_ref32"]["worst_ratio"] = 2.0;
+  EXPECT_FALSE(JudgeChecks(Reply(out), OneOutput(), {}).empty());
+}
+
+TEST(Verdict, HalfPrecisionAllowance) {
+  // bf16 output: rounding alone is ~4e-3 relative; the dtype floor admits it.
+  auto b = OneOutput("bfloat16");
+  EXPECT_TRUE(JudgeChecks(Reply(Out(4e-3, 3e-3)), b, {}).empty());
+  EXPECT_DOUBLE_EQ(KernelBenchTolerance("bfloat16").atol, 1e-2);
+  EXPECT_DOUBLE_EQ(KernelBenchTolerance("float32").rtol, 1e-4);
+}
+
+Json TimeReply(std::vector<double> cand, std::vector<double> host, std::vector<double> eager) {
+  return Json{{"samples", {{"candidate", {{"event_ms", cand}, {"host_ms", host}}}, {"eager", {{"event_ms", eager}, {"host_ms", eager}}}}},
+              {"energy", {{"candidate", {{"mj_per_call", 1.5}, {"calls", 100}, {"window_s", 0.5}}}}}};
+}
+
+TEST(Verdict, TimingGivesMediansSpeedupAndEnergy) {
+  std::vector<double> cand, host, eager;
+  for (int i = 0; i < 60; ++i) {
+    cand.push_back(1.0 + 0.01 * (i % 3 - 1));
+    host.push_back(cand.back() + 0.02);
+    eager.push_back(2.0);
+  }
+  Outcome o = JudgeTiming(TimeReply(cand, host, eager), OneOutput(), {});
+  ASSERT_TRUE(std::holds_alternative<Measured>(o));
+  const auto& m = std::get<Measured>(o);
+  EXPECT_DOUBLE_EQ(m.time_ms.median, 1.0);
+  EXPECT_DOUBLE_EQ(*m.SpeedupVsEager(), 2.0);
+  EXPECT_DOUBLE_EQ(*m.energy_mj_per_call, 1.5);
+  EXPECT_TRUE(m.warnings.empty());
+}
+
+TEST(Verdict, BelowTheFloorIsImpossible) {
+  auto b = OneOutput();
+  b.floor_ms = 1.0;
+  Outcome o = JudgeTiming(TimeReply({0.5, 0.5, 0.5}, {0.52, 0.52, 0.52}, {2, 2, 2}), b, {});
+  ASSERT_TRUE(std::holds_alternative<Incorrect>(o));
+  EXPECT_NE(std::get<Incorrect>(o).reasons[0].find("below the physical floor"), std::string::npos);
+  // Within the margin of the floor: accepted (a kernel at the roof is never rejected).
+  EXPECT_TRUE(std::holds_alternative<Measured>(JudgeTiming(TimeReply({0.95, 0.95, 0.95}, {0.97, 0.97, 0.97}, {2, 2, 2}), b, {})));
+}
+
+TEST(Verdict, HostClockFarAboveEventsWarns) {
+  Outcome o = JudgeTiming(TimeReply({0.05, 0.05, 0.05}, {2.0, 2.0, 2.0}, {1, 1, 1}), OneOutput(), {});
+  ASSERT_TRUE(std::holds_alternative<Measured>(o));
+  ASSERT_FALSE(std::get<Measured>(o).warnings.empty());
+  EXPECT_NE(std::get<Measured>(o).warnings[0].find("outside the timed stream"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kopt

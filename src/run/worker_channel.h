@@ -1,0 +1,60 @@
+// The seam to the evaluation worker: JSON requests in, raw facts out.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/json.h"
+
+namespace kopt {
+
+struct WorkerReply {
+  enum class Status {
+    kOk,       ///< the op succeeded; `body` holds its fields
+    kError,    ///< the worker answered with an error (`error_kind`, `message`)
+    kTimeout,  ///< no answer before the deadline; the worker was killed
+    kDied,     ///< the worker exited without answering
+  };
+  Status status = Status::kDied;
+  Json body;
+  std::string error_kind;  ///< worker error kind, e.g. cuda_error, oom
+  std::string message;
+  bool fatal = false;      ///< the worker exits after this reply
+  double wall_s = 0;
+  std::string stderr_tail;  ///< worker stderr, for died/timeout diagnostics
+  bool ok() const { return status == Status::kOk; }
+};
+
+/// Sends one request and waits for its reply. Implementations restart the
+/// worker after it dies, hangs or reports a fatal error.
+class WorkerChannel {
+ public:
+  virtual ~WorkerChannel() = default;
+  virtual WorkerReply Call(const Json& request, double timeout_s) = 0;
+  /// Starts the worker in the background, if it is not running, so that
+  /// compiling and starting overlap. Calling it is optional.
+  virtual void Prewarm() {}
+  /// How many times the worker process has been (re)started.
+  virtual int starts() const { return 0; }
+};
+
+struct WorkerOptions {
+  std::filesystem::path repo_root;  ///< holds python/kopt and include/kopt
+  std::string device = "cuda:0";    ///< or "cpu" (tests without a GPU)
+  std::string python;               ///< empty: KOPT_PYTHON, python3, /usr/bin/python3
+  double start_timeout_s = 180;     ///< importing torch can be slow
+  std::filesystem::path cache_dir;  ///< KOPT_CACHE for kopt.load_cuda
+  std::string nvcc;                 ///< KOPT_NVCC for kopt.load_cuda
+  std::string arch;                 ///< KOPT_ARCH
+};
+
+/// The real worker: `python3 -m kopt.worker` in its own process group.
+std::unique_ptr<WorkerChannel> MakeProcessWorker(const WorkerOptions& options);
+
+/// Finds the repository root (the folder holding python/kopt/worker.py) from
+/// KOPT_ROOT, the executable's location or the current directory.
+std::filesystem::path FindRepoRoot();
+
+}  // namespace kopt
