@@ -1,0 +1,371 @@
+"""`capture`: what the reference does (signature, output statistics,
+determinism, float64 error, aten op graph with FLOPs, CUDA kernels)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, List, Optional
+
+import torch
+
+from . import checks
+from .errors import BadRequest, TaskLoadError
+from .inputs import clone_args, dtype_name, make_inputs, nbytes
+from .tasks import Reference, abi_inputs, get_reference, signature_entries, tensor_entry
+
+try:  # torch >= 2.1
+    from torch.utils import flop_counter as _flop_counter  # type: ignore
+    _FLOP_REGISTRY = getattr(_flop_counter, "flop_registry", None)
+except Exception:  # pragma: no cover - depends on the torch version
+    _flop_counter = None
+    _FLOP_REGISTRY = None
+
+try:
+    from torch.utils._python_dispatch import TorchDispatchMode
+except Exception:  # pragma: no cover
+    TorchDispatchMode = None
+
+try:
+    from torch.utils._pytree import tree_flatten
+except Exception:  # pragma: no cover
+    def tree_flatten(x):
+        out = []
+
+        def rec(v):
+            if isinstance(v, (list, tuple)):
+                for i in v:
+                    rec(i)
+            elif isinstance(v, dict):
+                for i in v.values():
+                    rec(i)
+            else:
+                out.append(v)
+        rec(x)
+        return out, None
+
+# Matrix-class aten ops (by base name, without the overload).
+_MATRIX_OPS = {
+    "mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "linear", "_addmm_activation",
+    "convolution", "_convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+    "conv_transpose2d", "conv_transpose3d", "cudnn_convolution", "cudnn_convolution_transpose",
+    "mkldnn_convolution", "convolution_overrideable", "_scaled_mm", "einsum", "dot", "mv", "addmv",
+    "vdot", "_int_mm",
+}
+
+_POINTWISE = {
+    "add", "sub", "mul", "div", "neg", "abs", "relu", "relu_", "sigmoid", "tanh", "exp", "exp2",
+    "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "pow", "gelu", "silu", "hardtanh",
+    "hardswish", "hardsigmoid", "elu", "selu", "celu", "leaky_relu", "softplus", "mish", "clamp",
+    "clamp_min", "clamp_max", "clip", "where", "maximum", "minimum", "sin", "cos", "tan", "erf",
+    "erfc", "reciprocal", "sign", "floor", "ceil", "round", "trunc", "frac", "lerp", "addcmul",
+    "addcdiv", "threshold", "logical_and", "logical_or", "logical_not", "bitwise_and", "bitwise_or",
+    "eq", "ne", "lt", "le", "gt", "ge", "fmod", "remainder", "square", "rsub", "masked_fill",
+    "glu", "logit", "xlogy", "hypot", "atan2", "fma", "softshrink", "hardshrink", "tanhshrink",
+    "relu6", "prelu", "_prelu_kernel", "rrelu", "logsigmoid", "isnan", "isinf", "nan_to_num",
+    "native_dropout", "bernoulli", "sgn", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh",
+    "atanh", "sigmoid_backward", "threshold_backward", "floor_divide", "true_divide", "heaviside",
+}
+
+_REDUCTIONS = {
+    "sum", "mean", "amax", "amin", "max", "min", "prod", "var", "std", "var_mean", "std_mean",
+    "norm", "linalg_vector_norm", "logsumexp", "_softmax", "_log_softmax", "softmax", "log_softmax",
+    "argmax", "argmin", "cumsum", "cumprod", "native_batch_norm", "_native_batch_norm_legit",
+    "_native_batch_norm_legit_functional", "_native_batch_norm_legit_no_training",
+    "native_layer_norm", "native_group_norm", "batch_norm", "layer_norm", "group_norm",
+    "instance_norm", "cudnn_batch_norm", "miopen_batch_norm", "_batch_norm_impl_index",
+    "rms_norm", "_fused_rms_norm", "any", "all", "nansum", "nanmean", "avg_pool1d", "avg_pool2d",
+    "avg_pool3d", "max_pool1d", "max_pool2d", "max_pool3d", "max_pool2d_with_indices",
+    "max_pool3d_with_indices", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+    "_adaptive_avg_pool2d", "_adaptive_avg_pool3d", "adaptive_max_pool2d", "adaptive_max_pool3d",
+    "cross_entropy_loss", "nll_loss_forward", "nll_loss2d_forward", "mse_loss", "l1_loss",
+    "smooth_l1_loss", "huber_loss", "kl_div", "binary_cross_entropy", "cosine_similarity",
+}
+
+
+def _base_name(func) -> str:
+    name = func._schema.name
+    if "::" in name:
+        name = name.split("::", 1)[1]
+    return name
+
+
+def is_matrix_op(base: str) -> bool:
+    b = base.rstrip("_")
+    return b in _MATRIX_OPS or "scaled_dot_product" in b or "flash_attention" in b or \
+        "efficient_attention" in b or "cudnn_attention" in b
+
+
+def _prod(xs) -> int:
+    p = 1
+    for x in xs:
+        p *= int(x)
+    return p
+
+
+def _own_flops(base: str, args, kwargs, outs: List[torch.Tensor]) -> Optional[int]:
+    """FLOPs by kopt's own rules; None when no rule applies."""
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    b = base.rstrip("_") if base not in ("relu_",) else "relu"
+    try:
+        if b == "mm":
+            (m, k), (_, n) = tensors[0].shape, tensors[1].shape
+            return 2 * m * n * k
+        if b in ("addmm", "_addmm_activation"):
+            (m, k), (_, n) = tensors[1].shape, tensors[2].shape
+            return 2 * m * n * k
+        if b == "bmm":
+            (bb, m, k), (_, _, n) = tensors[0].shape, tensors[1].shape
+            return 2 * bb * m * n * k
+        if b == "baddbmm":
+            (bb, m, k), (_, _, n) = tensors[1].shape, tensors[2].shape
+            return 2 * bb * m * n * k
+        if b in ("convolution", "_convolution", "cudnn_convolution", "mkldnn_convolution",
+                 "convolution_overrideable", "cudnn_convolution_transpose"):
+            x, w = tensors[0], tensors[1]
+            transposed = bool(args[6]) if len(args) > 6 and isinstance(args[6], bool) else \
+                bool(kwargs.get("transposed", b == "cudnn_convolution_transpose"))
+            if transposed:
+                return 2 * _prod(x.shape) * _prod(w.shape[1:])
+            return 2 * _prod(outs[0].shape) * _prod(w.shape[1:])
+        if "scaled_dot_product" in b or "flash_attention" in b or "efficient_attention" in b or \
+                "cudnn_attention" in b:
+            q, k, v = tensors[0], tensors[1], tensors[2]
+            batch = _prod(q.shape[:-2])
+            lq, e = q.shape[-2], q.shape[-1]
+            lk, ev = k.shape[-2], v.shape[-1]
+            return 2 * batch * lq * lk * e + 2 * batch * lq * lk * ev
+        if b in _POINTWISE:
+            return sum(o.numel() for o in outs[:1])
+        if b in _REDUCTIONS:
+            return tensors[0].numel() if tensors else 0
+    except Exception:
+        return None
+    return None
+
+
+def _registry_flops(func, args, kwargs, out) -> Optional[int]:
+    if not _FLOP_REGISTRY:
+        return None
+    f = _FLOP_REGISTRY.get(func) or _FLOP_REGISTRY.get(getattr(func, "_overloadpacket", None))
+    if f is None:
+        return None
+    code = getattr(f, "__code__", None)
+    names = code.co_varnames if code is not None else ()
+    try:
+        if "out_val" in names:
+            return int(f(*args, **kwargs, out_val=out))
+        return int(f(*args, **kwargs, out=out))
+    except Exception:
+        return None
+
+
+def op_flops(func, args, kwargs, out, outs: List[torch.Tensor]) -> int:
+    v = _registry_flops(func, args, kwargs, out)
+    if v is None:
+        v = _own_flops(_base_name(func), args, kwargs, outs)
+    return int(v or 0)
+
+
+if TorchDispatchMode is not None:
+    class GraphRecorder(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.nodes: List[dict] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            try:
+                ins = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
+                outs = [o for o in tree_flatten(out)[0] if isinstance(o, torch.Tensor)]
+                base = _base_name(func)
+                flops = op_flops(func, args, kwargs, out, outs)
+                first = outs[0] if outs else (ins[0] if ins else None)
+                self.nodes.append({
+                    "op": func._schema.name,
+                    "in_shapes": [list(t.shape) for t in ins],
+                    "out_shapes": [list(t.shape) for t in outs],
+                    "dtype": dtype_name(first.dtype) if first is not None else None,
+                    "flops": flops,
+                    "class": "matrix" if is_matrix_op(base) else "other",
+                })
+            except Exception:
+                pass
+            return out
+else:  # pragma: no cover
+    GraphRecorder = None
+
+
+def record_graph(ref: Reference, args: List[Any], seed: int) -> dict:
+    if GraphRecorder is None:
+        return {"nodes": [], "flops": 0, "flops_by_class": {"matrix": 0, "other": 0},
+                "error": "TorchDispatchMode unavailable"}
+    rec = GraphRecorder()
+    ref.restore()
+    from .inputs import seed_all
+
+    seed_all(seed)
+    with torch.no_grad():
+        with rec:
+            ref.model(*args)
+    matrix = sum(n["flops"] for n in rec.nodes if n["class"] == "matrix")
+    other = sum(n["flops"] for n in rec.nodes if n["class"] != "matrix")
+    return {"nodes": rec.nodes, "flops": matrix + other,
+            "flops_by_class": {"matrix": matrix, "other": other}}
+
+
+def profile_kernels(ref: Reference, args: List[Any], seed: int, device, calls: int = 3) -> list:
+    if not device.is_cuda:
+        return []
+    from torch.profiler import ProfilerActivity, profile
+
+    ref.forward(args, seed)  # warm-up
+    device.sync()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            ref.forward(args, seed)
+        device.sync()
+    agg: dict = {}
+    order: list = []
+    cuda_type = getattr(torch.autograd, "DeviceType", None)
+    for evt in prof.events():
+        dt = getattr(evt, "device_type", None)
+        is_dev = False
+        if cuda_type is not None and dt is not None:
+            is_dev = dt == cuda_type.CUDA
+        if not is_dev:
+            continue
+        us = None
+        tr = getattr(evt, "time_range", None)
+        if tr is not None:
+            us = tr.elapsed_us()
+        if us is None:
+            us = getattr(evt, "device_time", None) or getattr(evt, "cuda_time", 0)
+        if evt.name not in agg:
+            agg[evt.name] = [0, 0.0]
+            order.append(evt.name)
+        agg[evt.name][0] += 1
+        agg[evt.name][1] += float(us)
+    return [{"name": n, "calls": agg[n][0] / calls, "device_ms": agg[n][1] / 1000.0 / calls} for n in order]
+
+
+def run_capture(req: dict, device) -> dict:
+    seeds = req.get("seeds", [0, 1, 2])
+    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) for s in seeds):
+        raise BadRequest("`seeds` must be a non-empty list of integers")
+    init_seed = int(req.get("init_seed", 42))
+    task, ref = get_reference(req.get("task"), device.torch_device, init_seed)
+    dev = device.torch_device
+
+    first_args = None
+    first_outs = None
+    outputs_stats = []
+    seed_outs = []
+    for i, seed in enumerate(seeds):
+        args = make_inputs(task, seed, dev)
+        try:
+            outs = ref.forward(clone_args(args), seed)
+        except Exception as e:
+            raise TaskLoadError(f"Model forward failed: {type(e).__name__}: {e}", e) from e
+        for o in outs:
+            if not isinstance(o, torch.Tensor):
+                raise TaskLoadError(f"Model forward returned a {type(o).__name__}, not a tensor")
+        outputs_stats.append([checks.value_stats(o) for o in outs])
+        if i == 0:
+            first_args, first_outs = args, outs
+        elif i == 1:
+            seed_outs = outs
+        else:
+            del outs
+        del args
+
+    try:
+        inputs_sig = signature_entries(ref, first_args)
+    except TypeError as e:
+        raise TaskLoadError(str(e), e) from e
+    n_forward = len(first_args)
+    signature = {
+        "inputs": inputs_sig,
+        "outputs": [tensor_entry(f"out{i}", "output", o) for i, o in enumerate(first_outs)],
+        "n_forward_inputs": n_forward,
+        "training": bool(ref.model.training),
+        "module_types": _module_types(ref.model),
+    }
+
+    seed_rel = [checks.rel_diff(a, b) for a, b in zip(first_outs, seed_outs)] if len(seeds) > 1 else None
+    s0 = seeds[0]
+    other_rng = [checks.rel_diff(a, b) for a, b in
+                 zip(first_outs, ref.forward(clone_args(first_args), s0 + 1000003))]
+    same_rng = [checks.rel_diff(a, b) for a, b in zip(first_outs, ref.forward(clone_args(first_args), s0))]
+
+    ref_error = None
+    ref64_failure = None
+    if req.get("fp64", True):
+        ref_error = _ref_error(ref, task, seeds, dev, first_args, first_outs)
+        if ref_error is None:
+            ref64_failure = ref.model64_error or "float64 evaluation failed"
+
+    graph = record_graph(ref, clone_args(first_args), s0)
+    abi = abi_inputs(ref, first_args, ref.state_tensors())
+    min_bytes = sum(nbytes(t) for t in abi) + sum(nbytes(o) for o in first_outs)
+    kernels = profile_kernels(ref, first_args, s0, device) if req.get("profile", True) else []
+
+    reply = {
+        "signature": signature,
+        "outputs_stats": outputs_stats,
+        "seed_rel_diff": seed_rel,
+        "repeat_rel_diff": other_rng,
+        "repeat_same_seed_rel_diff": same_rng,
+        "ref_error": ref_error,
+        "graph": graph,
+        "min_bytes": min_bytes,
+        "kernels": kernels,
+    }
+    if ref64_failure:
+        reply["ref64_failure"] = ref64_failure
+    return reply
+
+
+def _module_types(model: torch.nn.Module) -> List[str]:
+    seen = []
+    for m in model.modules():
+        if m is model:
+            continue
+        n = type(m).__name__
+        if n not in seen:
+            seen.append(n)
+    return seen
+
+
+def _ref_error(ref: Reference, task, seeds, dev, first_args, first_outs) -> Optional[list]:
+    """Per output, the worst over seeds of fp32 reference vs float64."""
+    worst: Optional[list] = None
+    for i, seed in enumerate(seeds):
+        if i == 0:
+            args, outs = first_args, first_outs
+        else:
+            args = make_inputs(task, seed, dev)
+            outs = ref.forward(clone_args(args), seed)
+        outs64 = ref.forward64(clone_args(args), seed)
+        if outs64 is None or len(outs64) != len(outs):
+            return None
+        cur = []
+        for o, o64 in zip(outs, outs64):
+            if not isinstance(o64, torch.Tensor) or tuple(o64.shape) != tuple(o.shape):
+                return None
+            c = checks.compare(o, o64)
+            cur.append({"max_abs": c["max_abs"], "rel_l2": c["rel_l2"],
+                        "ref64_max_abs": checks.max_abs(o64)})
+        if worst is None:
+            worst = cur
+        else:
+            for w, c in zip(worst, cur):
+                for k in w:
+                    w[k] = _nanmax(w[k], c[k])
+    return worst
+
+
+def _nanmax(a: float, b: float) -> float:
+    if math.isnan(a) or math.isnan(b):
+        return math.nan
+    return max(a, b)

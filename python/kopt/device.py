@@ -1,0 +1,136 @@
+"""The worker's device: properties for `hello`, synchronisation, timers."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from typing import Optional
+
+import torch
+
+from . import energy
+
+
+def _cuda_attribute(device_index: int, attribute: int) -> Optional[int]:
+    """cuDeviceGetAttribute through the driver library, or None."""
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        if lib.cuInit(0) != 0:
+            return None
+        dev = ctypes.c_int()
+        if lib.cuDeviceGet(ctypes.byref(dev), ctypes.c_int(device_index)) != 0:
+            return None
+        value = ctypes.c_int()
+        if lib.cuDeviceGetAttribute(ctypes.byref(value), ctypes.c_int(attribute), dev) != 0:
+            return None
+        return int(value.value)
+    except (OSError, AttributeError):
+        return None
+
+
+_CU_ATTR_CLOCK_RATE = 13        # kHz
+_CU_ATTR_MEMORY_CLOCK_RATE = 36  # kHz
+_CU_ATTR_L2_CACHE_SIZE = 38      # bytes
+
+
+class Device:
+    def __init__(self, spec: str):
+        self.spec = spec
+        self.torch_device = torch.device(spec)
+        self.is_cuda = self.torch_device.type == "cuda"
+        if self.is_cuda:
+            if not torch.cuda.is_available():
+                raise RuntimeError(f"device {spec} requested but torch.cuda is not available")
+            self.index = self.torch_device.index if self.torch_device.index is not None else 0
+            self.torch_device = torch.device("cuda", self.index)
+            torch.cuda.set_device(self.index)
+        else:
+            self.index = None
+        self._info = None
+
+    # -- facts ---------------------------------------------------------------
+    def info(self) -> dict:
+        if self._info is not None:
+            return self._info
+        if not self.is_cuda:
+            mem = None
+            try:
+                mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+            except (ValueError, OSError, AttributeError):
+                pass
+            self._info = {"name": "cpu", "cc": [0, 0], "sm_count": 0, "l2_bytes": 0,
+                          "memory_bytes": mem, "max_sm_clock_mhz": None, "max_mem_clock_mhz": None,
+                          "available": False}
+            return self._info
+        p = torch.cuda.get_device_properties(self.index)
+        l2 = getattr(p, "L2_cache_size", None)
+        if not l2:
+            l2 = _cuda_attribute(self.index, _CU_ATTR_L2_CACHE_SIZE)
+        sm_clock = energy.max_clock_mhz(self.index, "sm")
+        if sm_clock is None:
+            khz = _cuda_attribute(self.index, _CU_ATTR_CLOCK_RATE)
+            sm_clock = khz / 1000.0 if khz else None
+        mem_clock = energy.max_clock_mhz(self.index, "mem")
+        if mem_clock is None:
+            khz = _cuda_attribute(self.index, _CU_ATTR_MEMORY_CLOCK_RATE)
+            mem_clock = khz / 1000.0 if khz else None
+        self._info = {"name": p.name, "cc": [int(p.major), int(p.minor)],
+                      "sm_count": int(p.multi_processor_count), "l2_bytes": int(l2) if l2 else None,
+                      "memory_bytes": int(p.total_memory), "max_sm_clock_mhz": sm_clock,
+                      "max_mem_clock_mhz": mem_clock, "available": True}
+        return self._info
+
+    def l2_bytes(self) -> int:
+        return int(self.info().get("l2_bytes") or 0) if self.is_cuda else 0
+
+    def free_bytes(self) -> Optional[int]:
+        if self.is_cuda:
+            try:
+                return int(torch.cuda.mem_get_info(self.index)[0])
+            except Exception:
+                return None
+        try:
+            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            return None
+
+    # -- helpers -------------------------------------------------------------
+    def sync(self) -> None:
+        if self.is_cuda:
+            torch.cuda.synchronize(self.index)
+
+    def empty_cache(self) -> None:
+        if self.is_cuda:
+            torch.cuda.empty_cache()
+
+    def energy_mj(self) -> Optional[int]:
+        if not self.is_cuda:
+            return None
+        return energy.total_energy_mj(self.index)
+
+    def timer(self):
+        """Returns a callable that times one call: (fn) -> (event_ms|None, host_ms)."""
+        if self.is_cuda:
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+
+            def run(fn):
+                torch.cuda.synchronize()
+                t0 = time.perf_counter_ns()
+                start.record()
+                fn()
+                end.record()
+                torch.cuda.synchronize()
+                t1 = time.perf_counter_ns()
+                return start.elapsed_time(end), (t1 - t0) / 1e6
+
+            return run
+
+        def run_cpu(fn):
+            t0 = time.perf_counter_ns()
+            fn()
+            t1 = time.perf_counter_ns()
+            return None, (t1 - t0) / 1e6
+
+        return run_cpu

@@ -1,0 +1,252 @@
+"""Interleaved timing of contenders (candidate, eager, compile) and energy."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+import torch
+
+from .errors import BadRequest, classify
+from .inputs import make_inputs, nbytes
+
+DEFAULTS = {
+    "contenders": ["candidate", "eager"],
+    "warmup_ms": 50.0,
+    "min_reps": 20,
+    "max_reps": 2000,
+    "max_seconds": 3.0,
+    "target_rel_ci": 0.01,
+    "flush_l2": True,
+    "rotate_min_bytes": 0,
+    "energy": True,
+    "batch": 5,
+    "seed": 1000,
+}
+MAX_INPUT_SETS = 64
+ENERGY_WINDOW_S = 0.5
+
+
+def median_ci_rel(samples: List[float]) -> float:
+    """Half-width of the order-statistic 95% interval of the median, over the median."""
+    n = len(samples)
+    if n < 6:
+        return math.inf
+    x = sorted(samples)
+    z = 1.96
+    lo = int(math.floor((n - z * math.sqrt(n)) / 2.0)) - 1
+    hi = int(math.ceil((n + z * math.sqrt(n)) / 2.0))
+    lo = max(lo, 0)
+    hi = min(hi, n - 1)
+    med = x[n // 2] if n % 2 else 0.5 * (x[n // 2 - 1] + x[n // 2])
+    if med <= 0:
+        return math.inf
+    return 0.5 * (x[hi] - x[lo]) / med
+
+
+def parse_timing(t: Any) -> dict:
+    if not isinstance(t, dict):
+        raise BadRequest("`timing` must be an object")
+    cfg = dict(DEFAULTS)
+    cfg.update({k: v for k, v in t.items() if v is not None})
+    cs = cfg["contenders"]
+    if not isinstance(cs, list) or not cs or not all(c in ("candidate", "eager", "compile") for c in cs):
+        raise BadRequest("timing.contenders must be a non-empty list of candidate/eager/compile")
+    return cfg
+
+
+class _Contender:
+    def __init__(self, name: str):
+        self.name = name
+        self.fns: List[Callable] = []  # one per input set
+        self.event_ms: List[float] = []
+        self.host_ms: List[float] = []
+        self.error: Optional[str] = None
+        self.error_kind: Optional[str] = None
+
+    def fail(self, e: BaseException) -> None:
+        kind, fatal = classify(e)
+        if fatal:
+            raise e
+        self.error = f"{type(e).__name__}: {e}"
+        self.error_kind = kind
+
+
+def run_timing(cfg: dict, task, ref, candidate, device) -> dict:
+    dev = device.torch_device
+    l2 = device.l2_bytes()
+    rotate = int(cfg.get("rotate_min_bytes") or 0)
+    if rotate <= 0:
+        rotate = 2 * l2
+
+    # Input sets.
+    first = make_inputs(task, int(cfg["seed"]), dev)
+    set_bytes = sum(nbytes(a) for a in first if isinstance(a, torch.Tensor))
+    n_sets = 1
+    if rotate > 0 and set_bytes > 0:
+        n_sets = rotate // set_bytes + 1
+        free = device.free_bytes()
+        if free:
+            n_sets = min(n_sets, max(1, int(0.25 * free) // set_bytes))
+        n_sets = max(1, min(n_sets, MAX_INPUT_SETS))
+    sets = [first] + [make_inputs(task, int(cfg["seed"]) + i, dev) for i in range(1, n_sets)]
+
+    flush = None
+    if device.is_cuda and cfg.get("flush_l2", True) and l2 > 0:
+        flush = torch.empty(2 * l2, dtype=torch.uint8, device=dev)
+
+    contenders: Dict[str, _Contender] = {}
+    for name in cfg["contenders"]:
+        if name in contenders:
+            continue
+        c = _Contender(name)
+        contenders[name] = c
+        try:
+            if name == "candidate":
+                if candidate is None:
+                    c.error, c.error_kind = "no candidate given", "bad_request"
+                    continue
+                c.fns = [candidate.timed_fn(s) for s in sets]
+            elif name == "eager":
+                ref.restore()
+                c.fns = [_model_fn(ref.model, s) for s in sets]
+            elif name == "compile":
+                if not hasattr(torch, "compile"):
+                    raise RuntimeError(f"torch.compile is unavailable in torch {torch.__version__}")
+                ref.restore()
+                compiled = torch.compile(ref.model)
+                c.fns = [_model_fn(compiled, s) for s in sets]
+        except Exception as e:  # noqa: BLE001
+            c.fail(e)
+
+    # Warm-up (the first call of a compiled model compiles it).
+    warm_s = float(cfg["warmup_ms"]) / 1000.0
+    for c in contenders.values():
+        if c.error:
+            continue
+        try:
+            c.fns[0]()
+            device.sync()
+            t0 = time.perf_counter()
+            i = 0
+            while True:
+                c.fns[i % len(c.fns)]()
+                i += 1
+                device.sync()
+                if time.perf_counter() - t0 >= warm_s:
+                    break
+        except Exception as e:  # noqa: BLE001
+            c.fail(e)
+
+    timer = device.timer()
+    active = [c for c in contenders.values() if not c.error]
+    min_reps, max_reps = int(cfg["min_reps"]), int(cfg["max_reps"])
+    max_s, target = float(cfg["max_seconds"]), float(cfg["target_rel_ci"])
+    batch = max(1, int(cfg.get("batch", 5)))
+    use_event = device.is_cuda
+    start = time.perf_counter()
+    k = 0  # index of the next input set
+    rounds = 0
+    stop = "max_reps" if active else "no_contenders"
+    while active:
+        rounds += 1
+        order = active[rounds % len(active):] + active[:rounds % len(active)]
+        for c in order:
+            if c.error:
+                continue
+            n_now = min(batch, max_reps - len(c.host_ms))
+            for _ in range(n_now):
+                fn = c.fns[k % len(c.fns)]
+                k += 1
+                if flush is not None:
+                    flush.zero_()
+                try:
+                    ev, host = timer(fn)
+                except Exception as e:  # noqa: BLE001
+                    c.fail(e)
+                    break
+                if ev is not None:
+                    c.event_ms.append(float(ev))
+                c.host_ms.append(float(host))
+        active = [c for c in active if not c.error]
+        if not active:
+            stop = "errors"
+            break
+        if all(len(c.host_ms) >= max_reps for c in active):
+            stop = "max_reps"
+            break
+        if all(len(c.host_ms) >= min_reps and
+               median_ci_rel(c.event_ms if use_event else c.host_ms) <= target for c in active):
+            stop = "ci"
+            break
+        if time.perf_counter() - start >= max_s:
+            stop = "max_seconds"
+            break
+    elapsed = time.perf_counter() - start
+
+    samples = {}
+    for name, c in contenders.items():
+        s: dict = {"event_ms": c.event_ms if use_event else None, "host_ms": c.host_ms}
+        if c.error:
+            s["error"] = c.error
+            s["error_kind"] = c.error_kind
+        samples[name] = s
+
+    energy = None
+    if cfg.get("energy", True) and device.is_cuda and device.energy_mj() is not None:
+        energy = {}
+        for name, c in contenders.items():
+            if c.error:
+                energy[name] = None
+                continue
+            try:
+                energy[name] = _energy(c, device)
+            except Exception as e:  # noqa: BLE001
+                kind, fatal = classify(e)
+                if fatal:
+                    raise
+                energy[name] = None
+    del flush
+    return {
+        "samples": samples,
+        "energy": energy,
+        "meta": {"stop": stop, "rounds": rounds, "elapsed_s": elapsed, "input_sets": n_sets,
+                 "set_bytes": set_bytes, "flush_bytes": 2 * l2 if device.is_cuda and cfg.get("flush_l2", True) else 0,
+                 "clock": "event" if use_event else "host"},
+    }
+
+
+def _model_fn(model, args):
+    def fn():
+        with torch.no_grad():
+            model(*args)
+
+    return fn
+
+
+def _energy(c: _Contender, device) -> Optional[dict]:
+    device.sync()
+    e0 = device.energy_mj()
+    if e0 is None:
+        return None
+    t0 = time.perf_counter()
+    calls = 0
+    chunk = 1
+    while True:
+        for _ in range(chunk):
+            c.fns[calls % len(c.fns)]()
+            calls += 1
+        device.sync()
+        dt = time.perf_counter() - t0
+        if dt >= ENERGY_WINDOW_S:
+            break
+        # Grow the chunk so syncs stay rare but the window is not overshot much.
+        per_call = dt / calls
+        remaining = ENERGY_WINDOW_S - dt
+        chunk = max(1, min(int(remaining / max(per_call, 1e-7) * 0.5) + 1, 4096))
+    e1 = device.energy_mj()
+    window = time.perf_counter() - t0
+    if e1 is None:
+        return None
+    return {"mj_per_call": (e1 - e0) / calls, "calls": calls, "window_s": window}

@@ -1,0 +1,206 @@
+"""kopt's evaluation worker: a JSON-lines server (docs/worker-protocol.md).
+
+    PYTHONPATH=<repo>/python python3 -m kopt.worker --device cuda:0|cpu
+
+It executes requests mechanically and returns raw facts; no verdicts here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import os
+import sys
+import traceback
+from typing import Any, Optional
+
+SENTINEL = 1e300
+
+
+def sanitize(x: Any) -> Any:
+    """JSON-safe copy: NaN/inf become the finite sentinel ±1e300, tensors and
+    numpy scalars become Python numbers, tuples become lists."""
+    if isinstance(x, bool) or x is None or isinstance(x, str):
+        return x
+    if isinstance(x, int):
+        return x
+    if isinstance(x, float):
+        if math.isnan(x):
+            return SENTINEL
+        if math.isinf(x):
+            return SENTINEL if x > 0 else -SENTINEL
+        return x
+    if isinstance(x, dict):
+        return {str(k): sanitize(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [sanitize(v) for v in x]
+    item = getattr(x, "item", None)
+    if callable(item):
+        try:
+            return sanitize(item())
+        except Exception:
+            pass
+    return str(x)
+
+
+class Channel:
+    """The protocol's private stdin/stdout; fd 1 then points at stderr and fd 0
+    at /dev/null, so candidates cannot read or corrupt the stream."""
+
+    def __init__(self):
+        sys.stdout.flush()
+        self.out_fd = os.dup(1)
+        self.in_fd = os.dup(0)
+        os.dup2(2, 1)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        self.reader = os.fdopen(self.in_fd, "rb", buffering=0)
+        self._buf = b""
+
+    def send(self, obj: dict) -> None:
+        data = (json.dumps(sanitize(obj), allow_nan=False, separators=(",", ":")) + "\n").encode()
+        view = memoryview(data)
+        while view:
+            n = os.write(self.out_fd, view)
+            view = view[n:]
+
+    def recv(self) -> Optional[bytes]:
+        while b"\n" not in self._buf:
+            chunk = os.read(self.in_fd, 1 << 16)
+            if not chunk:
+                if self._buf:
+                    line, self._buf = self._buf, b""
+                    return line
+                return None
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return line
+
+
+def _hello(req, device) -> dict:
+    import torch
+
+    return {"torch": torch.__version__, "cuda": torch.version.cuda, "device": device.info(),
+            "pid": os.getpid(), "python": sys.version.split()[0]}
+
+
+def _dispatch(op: str, req: dict, device) -> dict:
+    if op == "hello":
+        return _hello(req, device)
+    if op == "capture":
+        from .capture import run_capture
+
+        return run_capture(req, device)
+    if op == "evaluate":
+        from .evaluate import run_evaluate
+
+        return run_evaluate(req, device)
+    if op == "time":
+        from .evaluate import run_time
+
+        return run_time(req, device)
+    if op == "ceilings":
+        from .ceilings import run_ceilings
+
+        return run_ceilings(req, device)
+    from .errors import BadRequest
+
+    raise BadRequest(f"unknown op {op!r}")
+
+
+def serve(device_spec: str) -> int:
+    chan = Channel()
+    from .errors import BadRequest, classify
+
+    try:
+        from .device import Device
+
+        device = Device(device_spec)
+    except Exception as e:  # noqa: BLE001
+        traceback.print_exc()
+        chan.send({"event": "startup_failed", "pid": os.getpid(), "error": {
+            "kind": "internal", "message": f"{type(e).__name__}: {e}", "fatal": True}})
+        return 2
+    chan.send({"event": "ready", "pid": os.getpid()})
+
+    while True:
+        line = chan.recv()
+        if line is None:
+            return 0
+        if not line.strip():
+            continue
+        rid = None
+        try:
+            try:
+                req = json.loads(line)
+            except ValueError as e:
+                raise BadRequest(f"invalid JSON: {e}")
+            if not isinstance(req, dict):
+                raise BadRequest("a request must be a JSON object")
+            rid = req.get("id")
+            op = req.get("op")
+            if not isinstance(op, str):
+                raise BadRequest("request lacks `op`")
+            if op == "shutdown":
+                chan.send({"id": rid, "ok": True})
+                sys.stderr.flush()
+                os._exit(0)
+            reply = _dispatch(op, req, device)
+            out = {"id": rid, "ok": True}
+            out.update(reply)
+            chan.send(out)
+        except BaseException as e:  # noqa: BLE001
+            if isinstance(e, (SystemExit,)):
+                # A candidate calling sys.exit() is a candidate error, not an exit.
+                e = RuntimeError(f"SystemExit({e.code}) raised")
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            kind, fatal = classify(e)
+            traceback.print_exc(file=sys.stderr)
+            msg = f"{type(e).__name__}: {e}" if kind in ("internal",) else str(e)
+            if len(msg) > 20000:
+                msg = msg[:10000] + "\n...\n" + msg[-10000:]
+            chan.send({"id": rid, "ok": False, "error": {"kind": kind, "message": msg, "fatal": fatal}})
+            if fatal:
+                sys.stderr.flush()
+                os._exit(3)
+            if kind == "oom":
+                _free_memory(device)
+        finally:
+            _after_request(device)
+
+
+def _free_memory(device) -> None:
+    try:
+        from .tasks import drop_references
+
+        drop_references()
+    except Exception:
+        pass
+    gc.collect()
+    try:
+        device.empty_cache()
+    except Exception:
+        pass
+
+
+def _after_request(device) -> None:
+    gc.collect()
+    try:
+        device.empty_cache()
+    except Exception:
+        pass
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python3 -m kopt.worker")
+    p.add_argument("--device", default="cuda:0", help="cuda:N or cpu")
+    args = p.parse_args(argv)
+    return serve(args.device)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,14 @@
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        y = torch.relu(self.linear(x))
+        y[0, 0] = float("nan")
+        y[0, 1] = float("inf")
+        return y

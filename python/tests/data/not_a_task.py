@@ -1,0 +1,4 @@
+import torch
+
+def helper(x):
+    return x + 1
