@@ -136,3 +136,11 @@ def output_entry(cand: Optional[torch.Tensor], ref: torch.Tensor, ref64: Optiona
     if ref64 is not None and tuple(ref64.shape) == tuple(ref.shape):
         e["ref32_vs_ref64"] = compare(ref, ref64)
     return e
+
+
+def extra_output_entry(cand: torch.Tensor) -> dict:
+    """An output the candidate returned beyond the reference's outputs."""
+    nan, inf = count_nan_inf(cand)
+    return {"shape": list(cand.shape), "dtype": dtype_name(cand.dtype), "shape_ok": False, "dtype_ok": False,
+            "nan": nan, "inf": inf, "poison_left": 0, "aliases_input": False, "vs_ref32": None,
+            "vs_ref64": None, "ref32_vs_ref64": None, "ref_max_abs": None, "extra": True}

@@ -10,7 +10,7 @@ import torch
 from . import checks
 from .errors import BadRequest, CandidateRunError, TaskLoadError
 from .inputs import bitwise_equal, clone_args, make_inputs, overlaps
-from .tasks import CudaCandidate, get_reference, load_candidate, poison_left
+from .tasks import CudaCandidate, forward_arg_names, get_reference, load_candidate, poison_left
 from .timing import parse_timing, run_timing
 
 SHAPE_PROBE_SEED_OFFSET = 7919
@@ -61,6 +61,7 @@ def run_evaluate(req: dict, device) -> dict:
     check_list = []
     for seed in seeds:
         args = make_inputs(task, seed, dev)
+        arg_names = forward_arg_names(ref.model, len(args))
         pristine = clone_args(args)
         order = "candidate_first" if seed % 2 else "reference_first"
         cand_outs: Optional[List[torch.Tensor]] = None
@@ -79,30 +80,36 @@ def run_evaluate(req: dict, device) -> dict:
             device.empty_cache()
 
         fwd_tensors = [(a, p) for a, p in zip(args, pristine) if isinstance(a, torch.Tensor)]
-        mutated = any(not bitwise_equal(a, p) for a, p in fwd_tensors)
-        mutated_names = []
+        mutated_names = [n for n, (a, p) in zip(arg_names, zip(args, pristine))
+                         if isinstance(a, torch.Tensor) and not bitwise_equal(a, p)]
         if isinstance(cand, CudaCandidate):
             for name, role, t in cand.state:
                 if not bitwise_equal(t, ref.snapshot[name]):
                     mutated_names.append(name)
+        alias_targets = [a for a, _ in fwd_tensors]
+        if not isinstance(cand, CudaCandidate):
+            alias_targets += [t for t in cand.model.parameters()] + [t for t in cand.model.buffers()]
 
         ref64 = ref.forward64(clone_args(pristine), seed) if want64 else None
         if ref64 is not None and len(ref64) != len(ref_outs):
             ref64 = None
 
         outputs = []
-        for i, r in enumerate(ref_outs):
+        for i in range(max(len(ref_outs), len(cand_outs))):
             c = cand_outs[i] if i < len(cand_outs) else None
+            if i >= len(ref_outs):
+                outputs.append(checks.extra_output_entry(c))
+                continue
+            r = ref_outs[i]
             r64 = ref64[i] if ref64 is not None else None
             if r64 is not None and not isinstance(r64, torch.Tensor):
                 r64 = None
             poison = poison_left(c) if (isinstance(cand, CudaCandidate) and c is not None) else 0
-            aliases = c is not None and any(overlaps(c, a) for a, _ in fwd_tensors)
+            aliases = c is not None and any(overlaps(c, a) for a in alias_targets)
             outputs.append(checks.output_entry(c, r, r64, atol, rtol, poison, aliases))
-        check = {"seed": seed, "order": order, "inputs_mutated": mutated, "outputs": outputs,
-                 "candidate_ms": cand_ms, "n_outputs": len(cand_outs), "n_ref_outputs": len(ref_outs)}
-        if isinstance(cand, CudaCandidate):
-            check["state_mutated"] = mutated_names
+        check = {"seed": seed, "order": order, "inputs_mutated": bool(mutated_names),
+                 "mutated_inputs": mutated_names, "outputs": outputs, "candidate_ms": cand_ms,
+                 "n_outputs": len(cand_outs), "n_ref_outputs": len(ref_outs)}
         check_list.append(check)
         del args, pristine, cand_outs, ref_outs, ref64
         device.empty_cache()

@@ -1,0 +1,67 @@
+"""In-process unit tests of the worker's helpers."""
+
+import math
+
+import torch
+
+from kopt import checks, timing
+from kopt.errors import CandidateRunError, classify
+from kopt.tasks import poison_left, poison_like
+from kopt.worker import sanitize
+
+
+def test_compare_stats():
+    b = torch.tensor([1.0, -2.0, 4.0])
+    a = b + torch.tensor([0.0, 0.5, 0.0])
+    s = checks.compare(a, b, atol=0.1, rtol=0.1)
+    assert s["max_abs"] == 0.5
+    assert math.isclose(s["rel_l2"], 0.5 / math.sqrt(21))
+    assert math.isclose(s["worst_ratio"], 0.5 / (0.1 + 0.2))
+    # NaN on both sides at the same place is equal; on one side it poisons the stats.
+    nan = float("nan")
+    assert checks.compare(torch.tensor([nan, 1.0]), torch.tensor([nan, 1.0]), 0.0, 0.0)["max_abs"] == 0.0
+    s = checks.compare(torch.tensor([nan, 1.0]), torch.tensor([0.0, 1.0]), 1e-4, 1e-4)
+    assert all(math.isnan(v) for v in s.values())
+    assert checks.compare(torch.tensor([math.inf]), torch.tensor([1.0]))["max_abs"] == math.inf
+
+
+def test_value_stats_finite_only():
+    s = checks.value_stats(torch.tensor([1.0, 3.0, float("nan"), float("inf")]))
+    assert s == {"mean": 2.0, "std": 1.0, "max_abs": 3.0, "numel": 4, "nan": 1, "inf": 1}
+
+
+def test_poison_patterns():
+    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+        t = poison_like((3, 2), dtype, "cpu")
+        assert torch.isnan(t).all() and poison_left(t) == 6
+        t[0, 0] = 1.0
+        t[1, 0] = float("nan")  # a computed NaN is not the poison pattern
+        assert poison_left(t) == 4
+    t = poison_like((4,), torch.int64, "cpu")
+    assert (t == torch.iinfo(torch.int64).min).all() and poison_left(t) == 4
+    t = poison_like((4,), torch.bool, "cpu")
+    assert poison_left(t) == 4
+    t[1] = True
+    t[2] = False
+    assert poison_left(t) == 2
+
+
+def test_sanitize():
+    out = sanitize({"a": float("nan"), "b": [float("inf"), -float("inf"), 1.5], "c": torch.tensor(2.5),
+                    "d": (1, 2)})
+    assert out == {"a": 1e300, "b": [1e300, -1e300, 1.5], "c": 2.5, "d": [1, 2]}
+
+
+def test_median_ci():
+    assert timing.median_ci_rel([1.0] * 5) == math.inf  # too few samples
+    assert timing.median_ci_rel([1.0] * 50) == 0.0
+    assert 0 < timing.median_ci_rel([1.0 + 0.01 * (i % 7) for i in range(100)]) < 0.05
+
+
+def test_classify():
+    assert classify(RuntimeError("CUDA error: an illegal memory access was encountered")) == ("cuda_error", True)
+    assert classify(RuntimeError("CUDA out of memory. Tried to allocate")) == ("oom", False)
+    inner = RuntimeError("CUDA error: device-side assert triggered")
+    assert classify(CandidateRunError("candidate raised", inner)) == ("cuda_error", True)
+    assert classify(CandidateRunError("candidate raised", ValueError("x"))) == ("candidate_error", False)
+    assert classify(KeyError("x")) == ("internal", False)
