@@ -7,4 +7,7 @@ namespace kopt {
 /// a context in this process beyond cuInit.
 bool HaveCudaDevice();
 
+/// Compute capability of device `ordinal` as e.g. 90, or 0 when unknown.
+int CudaComputeCapability(int ordinal = 0);
+
 }  // namespace kopt

@@ -45,8 +45,6 @@ std::string ResolveExecutable(const std::string& name) {
   return found.empty() ? name : found;
 }
 
-void SetCloexec(int fd) { ::fcntl(fd, F_SETFD, FD_CLOEXEC); }
-
 // Forks a child in its own process group with the given pipes as 0/1/2.
 // Returns the pid, or -1.
 int SpawnChild(const std::vector<std::string>& argv, const ProcessOptions& options,
@@ -59,6 +57,7 @@ int SpawnChild(const std::vector<std::string>& argv, const ProcessOptions& optio
   if (pid != 0) return pid;
   // Child: only async-signal-safe calls from here on.
   ::setpgid(0, 0);
+  // dup2 clears O_CLOEXEC on the copies; the originals close at exec.
   ::dup2(stdin_fd, 0);
   ::dup2(stdout_fd, 1);
   ::dup2(stderr_fd, 2);
@@ -96,12 +95,11 @@ ProcessResult RunProcess(const std::vector<std::string>& argv,
   ProcessResult result;
   auto t0 = std::chrono::steady_clock::now();
   int in_pipe[2], out_pipe[2], err_pipe[2];
-  if (::pipe(in_pipe) || ::pipe(out_pipe) || ::pipe(err_pipe)) {
+  if (::pipe2(in_pipe, O_CLOEXEC) || ::pipe2(out_pipe, O_CLOEXEC) || ::pipe2(err_pipe, O_CLOEXEC)) {
     result.spawn_failed = true;
     result.err = std::string("pipe failed: ") + std::strerror(errno);
     return result;
   }
-  for (int fd : {in_pipe[1], out_pipe[0], err_pipe[0]}) SetCloexec(fd);
   int pid = SpawnChild(argv, options, in_pipe[0], out_pipe[1], err_pipe[1]);
   ::close(in_pipe[0]);
   ::close(out_pipe[1]);
@@ -171,11 +169,10 @@ LineChild::~LineChild() { Kill(); }
 bool LineChild::Start(const std::vector<std::string>& argv, const ProcessOptions& options) {
   Kill();
   int in_pipe[2], out_pipe[2], err_pipe[2];
-  if (::pipe(in_pipe) || ::pipe(out_pipe) || ::pipe(err_pipe)) {
+  if (::pipe2(in_pipe, O_CLOEXEC) || ::pipe2(out_pipe, O_CLOEXEC) || ::pipe2(err_pipe, O_CLOEXEC)) {
     error_ = std::string("pipe failed: ") + std::strerror(errno);
     return false;
   }
-  for (int fd : {in_pipe[1], out_pipe[0], err_pipe[0]}) SetCloexec(fd);
   ::signal(SIGPIPE, SIG_IGN);
   pid_ = SpawnChild(argv, options, in_pipe[0], out_pipe[1], err_pipe[1]);
   ::close(in_pipe[0]);

@@ -136,8 +136,10 @@ TaskBundle BundleFromCapture(const Task& task, const std::string& task_hash, con
   std::string dtype = b.outputs.empty() ? "float32" : b.outputs[0].dtype;
   for (const auto& t : b.inputs)
     if (t.role == "input" && (t.dtype == "bfloat16" || t.dtype == "float16")) dtype = t.dtype;
-  b.floor_ms = FloorMs(b.min_bytes, b.matrix_flops, std::max(0.0, b.flops - b.matrix_flops), dtype, ceilings,
-                       &b.floor_bound);
+  // A floor only means something against a GPU's measured ceilings.
+  if (device.available)
+    b.floor_ms = FloorMs(b.min_bytes, b.matrix_flops, std::max(0.0, b.flops - b.matrix_flops), dtype, ceilings,
+                         &b.floor_bound);
   return b;
 }
 

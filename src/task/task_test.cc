@@ -83,7 +83,9 @@ Ceilings SomeCeilings() {
 
 TEST(Bundle, HealthyTaskHasNoFlagsAndMemoryFloor) {
   Task t{"/x/01_relu.py", "01_relu", TaskFormat::kKernelBench};
-  TaskBundle b = BundleFromCapture(t, "h", CaptureReply(0.8, 1.2), DeviceInfo{}, SomeCeilings());
+  DeviceInfo gpu;
+  gpu.available = true;
+  TaskBundle b = BundleFromCapture(t, "h", CaptureReply(0.8, 1.2), gpu, SomeCeilings());
   EXPECT_TRUE(b.flags.empty());
   EXPECT_FALSE(b.Degenerate());
   EXPECT_EQ(b.floor_bound, "memory");
@@ -94,6 +96,8 @@ TEST(Bundle, HealthyTaskHasNoFlagsAndMemoryFloor) {
 
   TaskBundle back = BundleFromJson(ToJson(b));
   EXPECT_EQ(ToJson(back), ToJson(b));
+  // Without a GPU there are no ceilings worth a floor.
+  EXPECT_EQ(BundleFromCapture(t, "h", CaptureReply(0.8, 1.2), DeviceInfo{}, SomeCeilings()).floor_ms, 0);
 }
 
 TEST(Bundle, FlagsDegenerateReferences) {

@@ -1,0 +1,13 @@
+// The kopt subcommands; each registers itself on the app.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace kopt {
+
+/// Each returns the process exit code through `*exit_code` when it runs.
+void AddCaptureCommand(CLI::App* app, int* exit_code);
+void AddEvalCommand(CLI::App* app, int* exit_code);
+void AddBenchCommand(CLI::App* app, int* exit_code);
+
+}  // namespace kopt

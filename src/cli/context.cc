@@ -1,0 +1,52 @@
+#include "cli/context.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/gpu.h"
+
+namespace kopt {
+
+void AddCommonOptions(CLI::App* app, CommonOptions* o) {
+  app->add_option("--device", o->device, "Where the worker runs: cuda:N, or cpu (no timing of GPU code)")
+      ->capture_default_str();
+  app->add_option("--cache", o->cache_dir, "Cache folder for builds, ceilings and bundles (default: ~/.cache/kopt)");
+  app->add_option("--arch", o->arch, "nvcc target, e.g. sm_90 or sm_90a (default: the GPU's)");
+  app->add_option("--python", o->python, "Python with PyTorch for the worker (default: $KOPT_PYTHON, python3)");
+  app->add_flag("--refresh", o->refresh, "Measure ceilings and capture tasks again, ignoring the cache");
+  app->add_flag("-v,--verbose", o->verbose, "Print progress details");
+}
+
+bool WantsGpuButNoneVisible(const CommonOptions& o) {
+  return o.device.rfind("cuda", 0) == 0 && !HaveCudaDevice();
+}
+
+void PrintProgress(const std::string& line) { fmt::print(stderr, "kopt: {}\n", line); }
+
+Context MakeContext(const CommonOptions& o) {
+  Context c;
+  c.repo_root = FindRepoRoot();
+  c.cache_dir = o.cache_dir.empty() ? DefaultCacheDir() : std::filesystem::path(o.cache_dir);
+  c.arch = o.arch;
+  if (c.arch.empty()) {
+    int cc = o.device.rfind("cuda", 0) == 0 ? CudaComputeCapability(0) : 0;
+    c.arch = cc ? fmt::format("sm_{}", cc) : "sm_90";
+  }
+  BuilderOptions bo;
+  bo.cache_dir = c.cache_dir / "builds";
+  bo.include_dir = c.repo_root / "include";
+  bo.arch = c.arch;
+  c.builder = MakeNvccBuilder(bo);
+  WorkerOptions wo;
+  wo.repo_root = c.repo_root;
+  wo.device = o.device;
+  wo.python = o.python;
+  wo.cache_dir = c.cache_dir;
+  wo.arch = c.arch;
+  c.worker = MakeProcessWorker(wo);
+  c.evaluator = std::make_unique<Evaluator>(c.builder.get(), c.worker.get(), EvaluatorConfig{c.cache_dir, o.refresh});
+  c.evaluator->on_progress = PrintProgress;
+  return c;
+}
+
+}  // namespace kopt

@@ -1,0 +1,46 @@
+// Options every subcommand shares, and the objects they build from them.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "build/builder.h"
+#include "run/evaluator.h"
+#include "run/worker_channel.h"
+
+namespace kopt {
+
+struct CommonOptions {
+  std::string device = "cuda:0";
+  std::string cache_dir;  ///< empty: DefaultCacheDir()
+  std::string arch;       ///< empty: from the GPU, else sm_90
+  std::string python;
+  bool refresh = false;
+  bool verbose = false;
+};
+
+/// Adds --device, --cache, --arch, --python, --refresh, -v to a subcommand.
+void AddCommonOptions(CLI::App* app, CommonOptions* options);
+
+/// The builder, worker and evaluator for one command invocation.
+struct Context {
+  std::filesystem::path repo_root;
+  std::filesystem::path cache_dir;
+  std::string arch;
+  std::unique_ptr<Builder> builder;
+  std::unique_ptr<WorkerChannel> worker;
+  std::unique_ptr<Evaluator> evaluator;
+};
+
+Context MakeContext(const CommonOptions& options);
+
+/// True when the command targets a CUDA device but none is visible.
+bool WantsGpuButNoneVisible(const CommonOptions& options);
+
+/// Progress lines go to stderr, so stdout stays clean for tables and JSON.
+void PrintProgress(const std::string& line);
+
+}  // namespace kopt

@@ -1,0 +1,50 @@
+#include "report/bench_report.h"
+
+#include <fmt/format.h>
+
+#include "report/table.h"
+
+namespace kopt {
+namespace {
+
+std::string Ms(const std::optional<double>& v) { return v ? FormatMs(*v) : "-"; }
+std::string Ratio(const std::optional<double>& v) { return v ? FormatRatio(*v) : "-"; }
+
+}  // namespace
+
+Json ToJson(const BenchRow& r) {
+  Json j{{"task", r.task}, {"solution", r.solution}, {"kind", r.kind}, {"verdict", r.verdict}, {"reason", r.reason},
+         {"flags", r.flags}};
+  auto put = [&](const char* k, const std::optional<double>& v) { j[k] = v ? Json(*v) : Json(nullptr); };
+  put("eager_ms", r.eager_ms);
+  put("compile_ms", r.compile_ms);
+  put("floor_ms", r.floor_ms);
+  put("time_ms", r.time_ms);
+  put("speedup_vs_eager", r.speedup_vs_eager);
+  put("speedup_vs_compile", r.speedup_vs_compile);
+  put("floor_fraction", r.floor_fraction);
+  put("energy_mj_per_call", r.energy_mj);
+  put("source_to_verdict_s", r.source_to_verdict_s);
+  return j;
+}
+
+std::string RenderBenchTable(const std::vector<BenchRow>& rows) {
+  Table t({"task", "solution", "eager ms", "compile ms", "floor ms", "ms", "vs eager", "vs compile", "of floor",
+           "verdict"});
+  std::vector<std::string> notes;
+  for (const auto& r : rows) {
+    std::string verdict = r.verdict == "measured" ? "correct" : r.verdict;
+    if (!r.reason.empty()) {
+      notes.push_back(fmt::format("[{}] {} {}: {}", notes.size() + 1, r.task, r.solution, r.reason));
+      verdict += fmt::format(" [{}]", notes.size());
+    }
+    t.AddRow({r.task, r.solution.empty() ? "-" : r.solution, Ms(r.eager_ms), Ms(r.compile_ms), Ms(r.floor_ms),
+              Ms(r.time_ms), Ratio(r.speedup_vs_eager), Ratio(r.speedup_vs_compile),
+              r.floor_fraction ? FormatPercent(*r.floor_fraction) : "-", verdict});
+  }
+  std::string out = t.Render();
+  for (const auto& n : notes) out += n + "\n";
+  return out;
+}
+
+}  // namespace kopt
