@@ -13,12 +13,13 @@ namespace {
 struct EvalArgs {
   CommonOptions common;
   std::string task;
-  std::string candidate;
+  std::vector<std::string> candidates;
   std::string tolerance = "calibrated";
   std::vector<int> seeds = {11, 12, 13};
   bool compile = false;
   std::string json_out;
   double max_seconds = 3.0;
+  double timeout_s = 60;
 };
 
 std::string BuildLine(const EvalRecord& r) {
@@ -73,7 +74,8 @@ void PrintRecord(const EvalRecord& r, const TaskBundle& bundle) {
 
 int RunEval(const EvalArgs& a) {
   Task task = LoadTask(a.task);
-  Candidate cand = LoadCandidate(a.candidate);
+  std::vector<Candidate> cands;
+  for (const auto& path : a.candidates) cands.push_back(LoadCandidate(path));
   if (WantsGpuButNoneVisible(a.common))
     throw Error("no CUDA GPU is visible on this machine: run kopt eval where a GPU is, or pass --device cpu to "
                 "verify a hybrid candidate on the CPU.");
@@ -83,28 +85,35 @@ int RunEval(const EvalArgs& a) {
   opt.seeds = a.seeds;
   opt.time_compile = a.compile;
   opt.timing["max_seconds"] = a.max_seconds;
+  opt.verify_timeout_s = a.timeout_s;
   ctx.worker->Prewarm();
   // Build while the worker starts; the bundle is cached after the first run.
-  if (cand.kind == CandidateKind::kCuda) ctx.evaluator->Prebuild({cand});
+  ctx.evaluator->Prebuild(cands);
   TaskBundle bundle = ctx.evaluator->Bundle(task, /*baselines=*/false, false);
-  EvalRecord rec = ctx.evaluator->Evaluate(task, bundle, cand, opt);
-  PrintRecord(rec, bundle);
-  if (!a.json_out.empty()) {
-    Json j = ToJson(rec);
-    j["bundle"] = ToJson(bundle);
-    WriteJsonFileAtomic(a.json_out, j);
-    fmt::print("wrote {}\n", a.json_out);
+  Json records = Json::array();
+  int failed = 0;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (i) fmt::print("\n");
+    EvalRecord rec = ctx.evaluator->Evaluate(task, bundle, cands[i], opt);
+    PrintRecord(rec, bundle);
+    failed += !std::holds_alternative<Measured>(rec.outcome);
+    records.push_back(ToJson(rec));
+    if (!a.json_out.empty())  // after every candidate: nothing finished is lost
+      WriteJsonFileAtomic(a.json_out, Json{{"bundle", ToJson(bundle)}, {"records", records}});
   }
-  return std::holds_alternative<Measured>(rec.outcome) ? 0 : 1;
+  if (!a.json_out.empty()) fmt::print("wrote {}\n", a.json_out);
+  return failed ? 1 : 0;
 }
 
 }  // namespace
 
 void AddEvalCommand(CLI::App* app, int* exit_code) {
   auto args = std::make_shared<EvalArgs>();
-  CLI::App* cmd = app->add_subcommand("eval", "Verify one candidate against a task and time it against eager PyTorch");
+  CLI::App* cmd = app->add_subcommand("eval", "Verify candidates against a task and time them against eager PyTorch");
   cmd->add_option("task", args->task, "KernelBench-format task file (.py)")->required();
-  cmd->add_option("candidate", args->candidate, "Candidate: a .cu implementing include/kopt/abi.h, or a ModelNew .py")
+  cmd->add_option("candidates", args->candidates,
+                  "Candidates, evaluated in order in one worker session: a .cu implementing include/kopt/abi.h, or "
+                  "a ModelNew .py")
       ->required();
   cmd->add_option("--tolerance", args->tolerance,
                   "calibrated: within a multiple of the reference's own error against float64 (default); "
@@ -113,7 +122,9 @@ void AddEvalCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--seeds", args->seeds, "Input seeds for verification")->delimiter(',')->capture_default_str();
   cmd->add_flag("--compile", args->compile, "Also time torch.compile, interleaved");
   cmd->add_option("--max-seconds", args->max_seconds, "Timing budget per contender")->capture_default_str();
-  cmd->add_option("--json", args->json_out, "Write the full record (every sample) to this file");
+  cmd->add_option("--timeout", args->timeout_s, "Seconds verification may take before the candidate counts as hung")
+      ->capture_default_str();
+  cmd->add_option("--json", args->json_out, "Write the full records (every sample) to this file");
   AddCommonOptions(cmd, &args->common);
   cmd->callback([args, exit_code] { *exit_code = RunEval(*args); });
 }

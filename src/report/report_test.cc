@@ -12,7 +12,7 @@ TEST(Table, AlignsTextLeftAndNumbersRight) {
   std::string s = t.Render();
   EXPECT_EQ(s,
             "task            ms  verdict\n"
-            "---------------------------\n"
+            "-----------------------------\n"
             "01_relu       1.25  correct\n"
             "10_long_name  12.5  incorrect\n");
 }

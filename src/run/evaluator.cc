@@ -11,6 +11,10 @@ namespace kopt {
 namespace fs = std::filesystem;
 namespace {
 
+// Bumped whenever the bundle's contents or their derivation change, so stale
+// cache entries are captured again.
+constexpr const char* kBundleFormat = "bundle-v2";
+
 double Since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -97,7 +101,7 @@ const Ceilings& Evaluator::DeviceCeilings() {
 
 TaskBundle Evaluator::Bundle(const Task& task, bool baselines, bool compile) {
   const DeviceInfo& dev = Device();
-  std::string hash = ContentHash({ReadTextFile(task.path)});
+  std::string hash = ContentHash({kBundleFormat, ReadTextFile(task.path)});
   fs::path file = config_.cache_dir / "bundles" / dev.Key() / (task.name + "-" + hash.substr(0, 16) + ".json");
   std::optional<TaskBundle> bundle;
   if (!config_.refresh && fs::exists(file)) {
