@@ -38,28 +38,30 @@ int RunOffline(const BenchArgs& a, const std::vector<Task>& tasks) {
   PrintProgress(fmt::format("compiling {} cuda solutions for {}", reqs.size(), ctx.arch));
   std::vector<BuildResult> built = ctx.builder->BuildAll(reqs);
   Table t({"task", "solution", "kind", "build", "seconds", "registers", "spilled B"});
-  size_t bi = 0;
+  size_t bi = 0, ci = 0;
   int failures = 0;
-  std::set<std::string> with_solution;
-  for (const auto& [task, c] : cands) {
-    with_solution.insert(task);
-    if (c.kind != CandidateKind::kCuda) {
-      t.AddRow({task, c.name, "hybrid", "at eval", "-", "-", "-"});
-      continue;
+  for (const auto& task : tasks) {
+    bool any = false;
+    for (; ci < cands.size() && cands[ci].first == task.name; ++ci) {
+      any = true;
+      const Candidate& c = cands[ci].second;
+      if (c.kind != CandidateKind::kCuda) {
+        t.AddRow({task.name, c.name, "hybrid", "at eval", "-", "-", "-"});
+        continue;
+      }
+      const BuildResult& b = built[bi++];
+      int regs = 0;
+      long spill = 0;
+      for (const auto& k : b.resources) {
+        regs = std::max(regs, k.registers);
+        spill += k.spill_load_bytes + k.spill_store_bytes;
+      }
+      failures += !b.ok;
+      t.AddRow({task.name, c.name, "cuda", b.ok ? "ok" : "FAILED", fmt::format("{:.2f}", b.compile_s),
+                b.ok ? std::to_string(regs) : "-", b.ok ? std::to_string(spill) : "-"});
     }
-    const BuildResult& b = built[bi++];
-    int regs = 0;
-    long spill = 0;
-    for (const auto& k : b.resources) {
-      regs = std::max(regs, k.registers);
-      spill += k.spill_load_bytes + k.spill_store_bytes;
-    }
-    failures += !b.ok;
-    t.AddRow({task, c.name, "cuda", b.ok ? "ok" : "FAILED", fmt::format("{:.2f}", b.compile_s),
-              b.ok ? std::to_string(regs) : "-", b.ok ? std::to_string(spill) : "-"});
+    if (!any) t.AddRow({task.name, "-", "-", "-", "-", "-", "-"});
   }
-  for (const auto& task : tasks)
-    if (!with_solution.count(task.name)) t.AddRow({task.name, "-", "-", "-", "-", "-", "-"});
   fmt::print("{}", t.Render());
   fmt::print("\n{} tasks, {} solutions, {} failed to compile. On a machine with a GPU, `kopt bench {}` times them.\n",
              tasks.size(), cands.size(), failures, a.dir);

@@ -102,7 +102,7 @@ const Ceilings& Evaluator::DeviceCeilings() {
 TaskBundle Evaluator::Bundle(const Task& task, bool baselines, bool compile) {
   const DeviceInfo& dev = Device();
   std::string hash = ContentHash({kBundleFormat, ReadTextFile(task.path)});
-  fs::path file = config_.cache_dir / "bundles" / dev.Key() / (task.name + "-" + hash.substr(0, 16) + ".json");
+  fs::path file = config_.cache_dir / "bundles" / dev.Key() / (task.path.stem().string() + "-" + hash.substr(0, 16) + ".json");
   std::optional<TaskBundle> bundle;
   if (!config_.refresh && fs::exists(file)) {
     try {

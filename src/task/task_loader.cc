@@ -79,7 +79,13 @@ std::vector<Task> FindTasks(const fs::path& dir) {
       it.disable_recursion_pending();
       continue;
     }
-    if (it->is_regular_file() && LooksLikeTask(p)) tasks.push_back(LoadTask(p));
+    if (it->is_regular_file() && LooksLikeTask(p)) {
+      Task t = LoadTask(p);
+      // In a suite the name carries the sub-folder (level1/01_relu), so equal
+      // stems in different levels stay apart.
+      t.name = fs::relative(p, dir).replace_extension().generic_string();
+      tasks.push_back(std::move(t));
+    }
   }
   std::sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) { return a.path < b.path; });
   return tasks;

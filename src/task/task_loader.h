@@ -20,7 +20,8 @@ bool LooksLikeTask(const std::filesystem::path& path);
 /// kopt::Error when the file is neither.
 Candidate LoadCandidate(const std::filesystem::path& path);
 
-/// Every task file under `dir` (recursively, skipping `solutions/`), sorted.
+/// Every task file under `dir` (recursively, skipping `solutions/`), sorted;
+/// each named by its path relative to `dir` without the extension.
 std::vector<Task> FindTasks(const std::filesystem::path& dir);
 
 /// Solutions shipped for a task: `<task dir>/solutions/<stem>.cu|.py` and

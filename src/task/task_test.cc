@@ -37,6 +37,7 @@ TEST(TaskLoader, AcceptsKernelBenchFileAndRejectsOthers) {
 
   auto tasks = FindTasks(dir);
   ASSERT_EQ(tasks.size(), 1u);  // solutions/ and non-tasks skipped
+  EXPECT_EQ(tasks[0].name, "a/01_relu");
   auto sols = FindSolutions(tasks[0]);
   ASSERT_EQ(sols.size(), 3u);
   EXPECT_EQ(sols[0].kind, CandidateKind::kCuda);
