@@ -17,7 +17,7 @@ class Model(nn.Module):
 
 
 batch_size = 64
-seq_len = 512
+seq_len = 256
 input_size = 256
 hidden_size = 512
 num_layers = 2

@@ -1,4 +1,5 @@
-// Exact (erf) GELU: float4-vectorized grid-stride loop. The task's element
+// Exact (erf) GELU: float4-vectorized, ILP float4s per thread,
+// one block per THREADS*ILP float4s. The task's element
 // count is odd, so the scalar tail path is exercised.
 #include <kopt/abi.h>
 #include <cuda_runtime.h>
@@ -8,17 +9,41 @@ __device__ __forceinline__ float gelu1(float v) {
   return 0.5f * v * (1.0f + erff(v * 0.70710678118654752440f));
 }
 
-__global__ void gelu_vec4_kernel(const float4* __restrict__ x, float4* __restrict__ y,
-                                 int64_t n4, const float* __restrict__ xs,
-                                 float* __restrict__ ys, int64_t n) {
-  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-  const int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  for (int64_t i = tid; i < n4; i += stride) {
-    float4 v = x[i];
-    v.x = gelu1(v.x); v.y = gelu1(v.y); v.z = gelu1(v.z); v.w = gelu1(v.w);
-    y[i] = v;
+constexpr int THREADS = 256;
+constexpr int ILP = 1;  // float4s per thread (1 measured best on H200: 4.2 TB/s vs 4.1 for 2-8)
+
+// Block b covers float4s [b*THREADS*ILP, (b+1)*THREADS*ILP); each load
+// instruction of a warp reads 512 contiguous bytes. Block 0 also does the
+// scalar tail [4*n4, n).
+__global__ void __launch_bounds__(THREADS)
+gelu_vec4_kernel(const float4* __restrict__ x, float4* __restrict__ y, int64_t n4,
+                 const float* __restrict__ xs, float* __restrict__ ys, int64_t n) {
+  const int64_t base = (int64_t)blockIdx.x * THREADS * ILP + threadIdx.x;
+  float4 v[ILP];
+#pragma unroll
+  for (int k = 0; k < ILP; ++k) {
+    const int64_t i = base + k * THREADS;
+    if (i < n4) v[k] = x[i];
   }
-  for (int64_t i = 4 * n4 + tid; i < n; i += stride) ys[i] = gelu1(xs[i]);
+#pragma unroll
+  for (int k = 0; k < ILP; ++k) {
+    const int64_t i = base + k * THREADS;
+    if (i < n4) {
+      float4 r = v[k];
+      r.x = gelu1(r.x); r.y = gelu1(r.y); r.z = gelu1(r.z); r.w = gelu1(r.w);
+      y[i] = r;
+    }
+  }
+  if (blockIdx.x == 0) {
+    const int64_t i = 4 * n4 + threadIdx.x;
+    if (i < n) ys[i] = gelu1(xs[i]);
+  }
+}
+
+// Any alignment: plain grid-stride loop.
+__global__ void gelu_scalar_kernel(const float* __restrict__ xs, float* __restrict__ ys, int64_t n) {
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) ys[i] = gelu1(xs[i]);
 }
 
 extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, int n_out,
@@ -35,17 +60,21 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
   const float* xs = static_cast<const float*>(X.data);
   float* ys = static_cast<float*>(Y.data);
   const bool aligned = ((reinterpret_cast<uintptr_t>(xs) | reinterpret_cast<uintptr_t>(ys)) & 15) == 0;
-  const int64_t n4 = aligned ? n / 4 : 0;
-
-  int dev = 0, sms = 132;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  const int threads = 256;
-  const int64_t work = n4 > 0 ? n4 : n;
-  int64_t blocks = (work + threads - 1) / threads;
-  const int64_t max_blocks = (int64_t)sms * 8;
-  if (blocks > max_blocks) blocks = max_blocks;
-  gelu_vec4_kernel<<<(unsigned)blocks, threads, 0, (cudaStream_t)stream>>>(
-      reinterpret_cast<const float4*>(xs), reinterpret_cast<float4*>(ys), n4, xs, ys, n);
+  cudaStream_t s = (cudaStream_t)stream;
+  if (aligned) {
+    const int64_t n4 = n / 4;
+    int64_t blocks = (n4 + THREADS * ILP - 1) / (THREADS * ILP);
+    if (blocks < 1) blocks = 1;  // n < 4: block 0 does the tail
+    if (blocks > 0x7fffffffLL) return 5;
+    gelu_vec4_kernel<<<(unsigned)blocks, THREADS, 0, s>>>(
+        reinterpret_cast<const float4*>(xs), reinterpret_cast<float4*>(ys), n4, xs, ys, n);
+  } else {
+    int dev = 0, sms = 132;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    int64_t blocks = (n + THREADS - 1) / THREADS;
+    if (blocks > (int64_t)sms * 8) blocks = (int64_t)sms * 8;
+    gelu_scalar_kernel<<<(unsigned)blocks, THREADS, 0, s>>>(xs, ys, n);
+  }
   return (int)cudaGetLastError();
 }

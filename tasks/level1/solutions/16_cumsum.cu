@@ -3,7 +3,9 @@
 // of the lane's 4 values, a 5-step shuffle scan of the lane totals, plus the
 // running carry of earlier chunks. U chunks are loaded before any is
 // scanned, so each lane keeps several 16-byte loads in flight. Scalar
-// variant (32-element chunks) when N % 4 != 0.
+// variant (32-element chunks) when N % 4 != 0. The carry between chunks is
+// kept in double and each output is rounded once, so the result is close to
+// the exact prefix sum (within-chunk partials are fp32 over <= 128 values).
 #include <kopt/abi.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -27,7 +29,7 @@ __global__ void cumsum_vec4_kernel(const float* __restrict__ x, float* __restric
   const float4* xr = reinterpret_cast<const float4*>(x + row * n);
   float4* yr = reinterpret_cast<float4*>(y + row * n);
   const int64_t n4 = n >> 2;
-  float carry = 0.f;
+  double carry = 0.0;
   for (int64_t base = 0; base < n4; base += 32 * U) {
     float4 v[U];
 #pragma unroll
@@ -42,11 +44,12 @@ __global__ void cumsum_vec4_kernel(const float* __restrict__ x, float* __restric
       const float incl = warp_inclusive_scan(a.w, lane);
       float excl = __shfl_up_sync(0xffffffffu, incl, 1);
       if (lane == 0) excl = 0.f;
-      const float off = carry + excl;
-      a.x += off; a.y += off; a.z += off; a.w += off;
+      float4 o;
+      o.x = (float)(carry + (double)(excl + a.x)); o.y = (float)(carry + (double)(excl + a.y));
+      o.z = (float)(carry + (double)(excl + a.z)); o.w = (float)(carry + (double)(excl + a.w));
       const int64_t i = base + u * 32 + lane;
-      if (i < n4) yr[i] = a;
-      carry += __shfl_sync(0xffffffffu, incl, 31);
+      if (i < n4) yr[i] = o;
+      carry += (double)__shfl_sync(0xffffffffu, incl, 31);
     }
   }
 }
@@ -58,7 +61,7 @@ __global__ void cumsum_scalar_kernel(const float* __restrict__ x, float* __restr
   if (row >= rows) return;
   const float* xr = x + row * n;
   float* yr = y + row * n;
-  float carry = 0.f;
+  double carry = 0.0;
   for (int64_t base = 0; base < n; base += 32 * U) {
     float v[U];
 #pragma unroll
@@ -70,8 +73,8 @@ __global__ void cumsum_scalar_kernel(const float* __restrict__ x, float* __restr
     for (int u = 0; u < U; ++u) {
       const float incl = warp_inclusive_scan(v[u], lane);
       const int64_t i = base + u * 32 + lane;
-      if (i < n) yr[i] = carry + incl;
-      carry += __shfl_sync(0xffffffffu, incl, 31);
+      if (i < n) yr[i] = (float)(carry + (double)incl);
+      carry += (double)__shfl_sync(0xffffffffu, incl, 31);
     }
   }
 }
