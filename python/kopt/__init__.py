@@ -181,7 +181,7 @@ class CudaModule:
                 stream = _current_stream_handle()
             rc = self._init(in_arr, len(inputs), stream)
             if rc != 0:
-                raise CandidateError(f"kopt_init returned {rc}", rc)
+                raise_for_code("kopt_init", rc)
 
     def call_arrays(self, in_arr, n_in: int, out_arr, n_out: int, stream) -> int:
         """Raw call on prebuilt KoptTensor arrays; returns kopt_forward's code."""
@@ -195,7 +195,33 @@ class CudaModule:
             self.init(inputs, in_arr, stream)
         rc = self._forward(in_arr, len(inputs), out_arr, len(outputs), stream)
         if rc != 0:
-            raise CandidateError(f"kopt_forward returned {rc}", rc)
+            raise_for_code("kopt_forward", rc)
+
+
+_CUDA_ERROR_NAMES = {
+    1: "cudaErrorInvalidValue", 2: "cudaErrorMemoryAllocation", 9: "cudaErrorInvalidConfiguration",
+    98: "cudaErrorInvalidDeviceFunction", 200: "cudaErrorInvalidKernelImage",
+    209: "cudaErrorNoKernelImageForDevice", 400: "cudaErrorInvalidResourceHandle",
+    700: "cudaErrorIllegalAddress", 701: "cudaErrorLaunchOutOfResources", 702: "cudaErrorLaunchTimeout",
+    710: "cudaErrorAssert", 715: "cudaErrorIllegalInstruction", 716: "cudaErrorMisalignedAddress",
+    719: "cudaErrorLaunchFailure",
+}
+
+
+def raise_for_code(fn: str, rc: int) -> None:
+    """Raises for a non-zero return code. A sticky CUDA error (the context is
+    broken) surfaces first, from torch.cuda.synchronize(), as torch's own
+    "CUDA error: ..." RuntimeError; otherwise CandidateError."""
+    try:
+        import torch
+
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+    except ImportError:
+        pass
+    hint = _CUDA_ERROR_NAMES.get(rc)
+    msg = f"{fn} returned {rc}" + (f" (as a cudaError_t: {hint})" if hint else "")
+    raise CandidateError(msg, rc)
 
 
 def load_so(path: str) -> CudaModule:

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
-from . import CandidateError, CudaModule, LoadError, fill_kopt_tensor, load_so, make_tensor_array
+from . import CandidateError, CudaModule, LoadError, load_so, make_tensor_array, raise_for_code
 from .errors import BadRequest, CandidateLoadError, CandidateRunError, TaskLoadError
 from .inputs import dtype_name, flatten_outputs, seed_all
 
@@ -342,11 +342,6 @@ class CudaCandidate:
     def set_output_specs(self, outs: List[torch.Tensor]) -> None:
         self.out_specs = [(tuple(o.shape), o.dtype) for o in outs]
 
-    def _check_code(self, e: CandidateError):
-        # A non-zero return may hide a sticky CUDA error: synchronising surfaces it.
-        self.device.sync()
-        raise CandidateRunError(f"candidate {e}", e) from e
-
     def run(self, args: List[Any], seed: Optional[int]) -> List[torch.Tensor]:
         assert self.out_specs is not None
         if seed is not None:
@@ -356,7 +351,7 @@ class CudaCandidate:
         try:
             self.mod(ins, outs)
         except CandidateError as e:
-            self._check_code(e)
+            raise CandidateRunError(f"candidate {e}", e) from e
         except (TypeError, ValueError) as e:
             raise CandidateRunError(f"cannot pass tensors to the candidate: {e}", e) from e
         return outs
@@ -385,7 +380,10 @@ class CudaCandidate:
                 out_arr[i].data = o.data_ptr() or None
             rc = mod.call_arrays(in_arr, n_in, out_arr, n_out, stream)
             if rc != 0:
-                self._check_code(CandidateError(f"kopt_forward returned {rc}", rc))
+                try:
+                    raise_for_code("kopt_forward", rc)
+                except CandidateError as e:
+                    raise CandidateRunError(f"candidate {e}", e) from e
             return outs
 
         fn.keep = fn_keep
