@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 
 from . import CandidateError, CudaModule, LoadError, load_so, make_tensor_array, raise_for_code
+from . import flags as global_flags
 from .errors import BadRequest, CandidateLoadError, CandidateRunError, TaskLoadError
 from .inputs import dtype_name, flatten_outputs, seed_all
 
@@ -141,6 +142,7 @@ class Reference:
 
     def forward(self, args: List[Any], seed: Optional[int]) -> List[Any]:
         self.restore()
+        global_flags.restore()
         return call_model(self.model, args, seed)
 
     def state_tensors(self) -> List[Tuple[str, str, torch.Tensor]]:
@@ -166,6 +168,7 @@ class Reference:
         m = self.model64()
         if m is None:
             return None
+        global_flags.restore()
         args64 = [a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else
                   (float(a) if isinstance(a, float) else a) for a in args]
         try:
@@ -277,7 +280,7 @@ class HybridCandidate:
             raise BadRequest("hybrid candidate needs `path`")
         try:
             self.module = _load_module(os.path.realpath(path), "cand")
-        except Exception as e:
+        except (Exception, SystemExit) as e:
             raise CandidateLoadError(f"candidate {path} failed to import: {type(e).__name__}: {e}", e) from e
         if not hasattr(self.module, "ModelNew"):
             raise CandidateLoadError(f"candidate {path} defines no ModelNew")
@@ -285,7 +288,7 @@ class HybridCandidate:
             seed_all(ref.init_seed)
             m = self.module.ModelNew(*init_inputs(ref.task))
             m = m.to(ref.device)
-        except Exception as e:
+        except (Exception, SystemExit) as e:
             raise CandidateLoadError(f"constructing ModelNew failed: {type(e).__name__}: {e}", e) from e
         self.model = m
         self.weights_copied = False
@@ -302,7 +305,7 @@ class HybridCandidate:
     def run(self, args: List[Any], seed: Optional[int]) -> List[Any]:
         try:
             outs = call_model(self.model, args, seed)
-        except Exception as e:
+        except (Exception, SystemExit) as e:
             raise CandidateRunError(f"candidate raised {type(e).__name__}: {e}", e) from e
         for o in outs:
             if not isinstance(o, torch.Tensor):

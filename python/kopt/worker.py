@@ -119,6 +119,12 @@ def serve(device_spec: str) -> int:
         from .device import Device
 
         device = Device(device_spec)
+        try:
+            from . import flags
+
+            flags.snapshot()
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
     except Exception as e:  # noqa: BLE001
         traceback.print_exc()
         chan.send({"event": "startup_failed", "pid": os.getpid(), "error": {
@@ -188,6 +194,12 @@ def _free_memory(device) -> None:
 
 
 def _after_request(device) -> None:
+    try:
+        from . import flags
+
+        flags.restore()
+    except Exception:
+        pass
     gc.collect()
     try:
         device.empty_cache()

@@ -284,3 +284,13 @@ def test_eof_exits_zero():
     w = Worker()
     w.proc.stdin.close()
     assert w.proc.wait(timeout=10) == 0
+
+
+def test_candidate_cannot_change_global_state_or_exit(worker):
+    r = evaluate(worker, "linear_relu.py", hybrid("linear_relu_globals.py"))
+    assert r["ok"] is False and r["error"]["kind"] == "candidate_error"
+    assert "SystemExit" in r["error"]["message"]
+    # The default dtype was put back: a task's get_inputs() makes float32 again.
+    r = worker.call("capture", task=data("tuple_out.py"), seeds=[3, 4])
+    assert r["ok"], r
+    assert r["signature"]["inputs"][0]["dtype"] == "float32"
