@@ -9,7 +9,7 @@ set -u
 K=${1:-build/kopt}
 OUT=${2:-bench/out}
 mkdir -p "$OUT"
-export KOPT_CACHE=${KOPT_CACHE:-$PWD/.kopt-cache}
+export KOPT_CACHE=${KOPT_CACHE:-$PWD/.kopt/cache}
 
 task_of() {  # solutions/<stem>.cu -> <level>/<stem>.py
   local sol=$1 dir stem
