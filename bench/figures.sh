@@ -28,7 +28,14 @@ for sol in ${S2V_SOLUTIONS:-tasks/level1/solutions/*.cu}; do
   "$K" eval "$t" "$sol" --max-seconds 0.2 --json "$OUT/s2v_cuda_$n.json" > "$OUT/s2v_cuda_$n.txt" 2>&1
   echo "$n process wall $(python3 -c "print(round($(date +%s.%N) - $t0, 2))") s" >> "$OUT/wall.txt"
 done
-# ... and the load_inline hybrid (torch's extension cache emptied).
+# 2. Repeatability: two separate invocations per candidate.
+for sol in ${REPEAT_SOLUTIONS:-tasks/level1/solutions/04_softmax.cu tasks/level1/solutions/06_layernorm.cu tasks/level1/solutions/10_sum_dim.cu tasks/level1/solutions/24_matvec.cu tasks/level1/solutions/14_maxpool2d.cu}; do
+  t=$(task_of "$sol"); n=$(basename "$sol"); n=${n%.*}
+  for rep in 1 2; do
+    "$K" eval "$t" "$sol" --json "$OUT/repeat_${n}_$rep.json" > "$OUT/repeat_${n}_$rep.txt" 2>&1
+  done
+done
+# 3. Source to verdict for the load_inline hybrid (torch's extension cache emptied).
 for sol in $(grep -l load_inline tasks/*/solutions/*.py); do
   t=$(task_of "$sol"); n=$(basename "$sol" .py)
   "$K" capture "$t" --no-compile >/dev/null 2>&1
@@ -37,12 +44,5 @@ for sol in $(grep -l load_inline tasks/*/solutions/*.py); do
   unset TORCH_EXTENSIONS_DIR
 done
 
-# 2. Repeatability: two separate invocations per candidate.
-for sol in ${REPEAT_SOLUTIONS:-tasks/level1/solutions/04_softmax.cu tasks/level1/solutions/06_layernorm.cu tasks/level1/solutions/10_sum_dim.cu tasks/level1/solutions/24_matvec.cu tasks/level1/solutions/14_maxpool2d.cu}; do
-  t=$(task_of "$sol"); n=$(basename "$sol"); n=${n%.*}
-  for rep in 1 2; do
-    "$K" eval "$t" "$sol" --json "$OUT/repeat_${n}_$rep.json" > "$OUT/repeat_${n}_$rep.txt" 2>&1
-  done
-done
 python3 bench/figures_summary.py "$OUT"
 cat "$OUT/wall.txt" 2>/dev/null
