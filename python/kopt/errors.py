@@ -31,6 +31,9 @@ class CandidateRunError(WorkerError):
     kind = "candidate_error"
 
 
+SANDBOX_VIOLATION = "sandbox_violation"
+
+
 _CUDA_MARKERS = (
     "cuda error",
     "illegal memory access",
@@ -83,6 +86,33 @@ def classify(e: BaseException) -> Tuple[str, bool]:
         if _is_cuda_error(probe):
             return "cuda_error", True
         probe = probe.__cause__ or probe.__context__
+    if violation_message(e) is not None:
+        return SANDBOX_VIOLATION, False
     if isinstance(e, WorkerError):
         return e.kind, False
     return "internal", False
+
+
+def _who(e: BaseException) -> str:
+    if isinstance(e, TaskLoadError):
+        return "the task"
+    if isinstance(e, (CandidateLoadError, CandidateRunError)):
+        return "the candidate"
+    return "the code under evaluation"
+
+
+def violation_message(e: BaseException) -> Optional[str]:
+    """A plain sentence when `e` is the sandbox refusing a write outside the
+    scratch directory or a network connection (docs/verification.md,
+    "Sandbox"); None otherwise, and always None without a sandbox."""
+    try:
+        from . import sandbox
+    except Exception:  # noqa: BLE001
+        return None
+    if not sandbox.active():
+        return None
+    inner = e.cause if isinstance(e, WorkerError) and e.cause is not None else e
+    try:
+        return sandbox.describe_violation(inner, _who(e))
+    except Exception:  # noqa: BLE001
+        return None

@@ -1,6 +1,6 @@
 """kopt's evaluation worker: a JSON-lines server (docs/worker-protocol.md).
 
-    PYTHONPATH=<repo>/python python3 -m kopt.worker --device cuda:0|cpu
+    PYTHONPATH=<repo>/python python3 -m kopt.worker --device cuda:0|cpu [--sandbox SCRATCH]
 
 It executes requests mechanically and returns raw facts; no verdicts here.
 """
@@ -80,11 +80,33 @@ class Channel:
         return line
 
 
+def _sandbox_report() -> Optional[dict]:
+    from . import sandbox
+
+    return sandbox.report()
+
+
 def _hello(req, device) -> dict:
     import torch
 
     return {"torch": torch.__version__, "cuda": torch.version.cuda, "device": device.info(),
-            "pid": os.getpid(), "python": sys.version.split()[0]}
+            "pid": os.getpid(), "python": sys.version.split()[0], "sandbox": _sandbox_report()}
+
+
+def _enter_sandbox(opts: Optional[dict]) -> None:
+    """Applies the OS sandbox (kopt/sandbox.py); failures are reported, not fatal."""
+    if not opts:
+        return
+    from . import sandbox
+
+    try:
+        sandbox.enter(opts["scratch"], opts.get("allow") or (), order=opts.get("order", "early"))
+    except Exception as e:  # noqa: BLE001
+        traceback.print_exc()
+        sandbox.unavailable_report(opts["scratch"], f"{type(e).__name__}: {e}", opts.get("order", "early"))
+    rep = sandbox.report() or {}
+    print(f"kopt.worker: sandbox: network {rep.get('network')}; filesystem {rep.get('filesystem')}; "
+          f"seccomp {rep.get('seccomp')}", file=sys.stderr)
 
 
 def _dispatch(op: str, req: dict, device) -> dict:
@@ -111,10 +133,14 @@ def _dispatch(op: str, req: dict, device) -> dict:
     raise BadRequest(f"unknown op {op!r}")
 
 
-def serve(device_spec: str) -> int:
+def serve(device_spec: str, sandbox_opts: Optional[dict] = None) -> int:
     chan = Channel()
-    from .errors import BadRequest, classify
+    from .errors import BadRequest, classify, violation_message
 
+    late = bool(sandbox_opts) and sandbox_opts.get("order") == "late"
+    if sandbox_opts and not late:
+        # Before torch is imported: the process is still single-threaded.
+        _enter_sandbox(sandbox_opts)
     try:
         from .device import Device
 
@@ -127,10 +153,16 @@ def serve(device_spec: str) -> int:
             traceback.print_exc()
     except Exception as e:  # noqa: BLE001
         traceback.print_exc()
-        chan.send({"event": "startup_failed", "pid": os.getpid(), "error": {
-            "kind": "internal", "message": f"{type(e).__name__}: {e}", "fatal": True}})
+        msg = f"{type(e).__name__}: {e}"
+        if sandbox_opts and not late:
+            msg += (" (the worker runs sandboxed; if the device opens without the sandbox, try "
+                    "KOPT_SANDBOX_ORDER=late or --no-sandbox)")
+        chan.send({"event": "startup_failed", "pid": os.getpid(), "sandbox": _sandbox_report(), "error": {
+            "kind": "internal", "message": msg, "fatal": True}})
         return 2
-    chan.send({"event": "ready", "pid": os.getpid()})
+    if late:
+        _enter_sandbox(sandbox_opts)
+    chan.send({"event": "ready", "pid": os.getpid(), "sandbox": _sandbox_report()})
 
     while True:
         line = chan.recv()
@@ -139,6 +171,10 @@ def serve(device_spec: str) -> int:
         if not line.strip():
             continue
         rid = None
+        if sandbox_opts:
+            from . import sandbox
+
+            sandbox.begin_request()
         try:
             try:
                 req = json.loads(line)
@@ -167,6 +203,8 @@ def serve(device_spec: str) -> int:
             kind, fatal = classify(e)
             traceback.print_exc(file=sys.stderr)
             msg = f"{type(e).__name__}: {e}" if kind in ("internal",) else str(e)
+            if kind == "sandbox_violation":
+                msg = violation_message(e) or msg
             if len(msg) > 20000:
                 msg = msg[:10000] + "\n...\n" + msg[-10000:]
             chan.send({"id": rid, "ok": False, "error": {"kind": kind, "message": msg, "fatal": fatal}})
@@ -210,8 +248,19 @@ def _after_request(device) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python3 -m kopt.worker")
     p.add_argument("--device", default="cuda:0", help="cuda:N or cpu")
+    p.add_argument("--sandbox", metavar="SCRATCH", default=None,
+                   help="run sandboxed: no network, writes only under SCRATCH (and kopt's caches)")
+    p.add_argument("--sandbox-allow", metavar="PATH", action="append", default=[],
+                   help="another writable folder under the sandbox (repeatable; e.g. /tmp)")
+    p.add_argument("--sandbox-order", choices=("early", "late"),
+                   default="late" if os.environ.get("KOPT_SANDBOX_ORDER") == "late" else "early",
+                   help="enter the sandbox before torch is imported (early, default) or after the "
+                        "device is open (late); default from $KOPT_SANDBOX_ORDER")
     args = p.parse_args(argv)
-    return serve(args.device)
+    opts = None
+    if args.sandbox:
+        opts = {"scratch": args.sandbox, "allow": args.sandbox_allow, "order": args.sandbox_order}
+    return serve(args.device, opts)
 
 
 if __name__ == "__main__":

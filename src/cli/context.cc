@@ -1,5 +1,7 @@
 #include "cli/context.h"
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -14,6 +16,9 @@ void AddCommonOptions(CLI::App* app, CommonOptions* o) {
   app->add_option("--arch", o->arch, "nvcc target, e.g. sm_90 or sm_90a (default: the GPU's)");
   app->add_option("--python", o->python, "Python with PyTorch for the worker (default: $KOPT_PYTHON, python3)");
   app->add_flag("--refresh", o->refresh, "Measure ceilings and capture tasks again, ignoring the cache");
+  app->add_flag("--no-sandbox", o->no_sandbox,
+                "Run candidates without the OS sandbox (by default they get no network and may write only "
+                "their scratch folder, <cache>/scratch/<pid>)");
   app->add_flag("-v,--verbose", o->verbose, "Print progress details");
 }
 
@@ -43,6 +48,10 @@ Context MakeContext(const CommonOptions& o) {
   wo.python = o.python;
   wo.cache_dir = c.cache_dir;
   wo.arch = c.arch;
+  if (!o.no_sandbox) {
+    wo.sandbox_dir = c.cache_dir / "scratch" / std::to_string(::getpid());
+    wo.on_warning = [](const std::string& line) { fmt::print(stderr, "kopt: warning: {}\n", line); };
+  }
   c.worker = MakeProcessWorker(wo);
   c.evaluator = std::make_unique<Evaluator>(c.builder.get(), c.worker.get(), EvaluatorConfig{c.cache_dir, o.refresh});
   c.evaluator->on_progress = PrintProgress;

@@ -20,9 +20,11 @@ struct CommonOptions {
   std::string python;
   bool refresh = false;
   bool verbose = false;
+  bool no_sandbox = false;  ///< run candidates without the OS sandbox
 };
 
-/// Adds --device, --cache, --arch, --python, --refresh, -v to a subcommand.
+/// Adds --device, --cache, --arch, --python, --refresh, --no-sandbox, -v to
+/// a subcommand.
 void AddCommonOptions(CLI::App* app, CommonOptions* options);
 
 /// The builder, worker and evaluator for one command invocation.

@@ -41,6 +41,10 @@ class ProcessWorker : public WorkerChannel {
       child_.ReadLine(&line, std::chrono::steady_clock::now() + std::chrono::seconds(2));
     }
     child_.Kill();
+    if (created_sandbox_dir_) {
+      std::error_code ec;
+      fs::remove_all(options_.sandbox_dir, ec);
+    }
   }
 
   void Prewarm() override {
@@ -140,10 +144,27 @@ class ProcessWorker : public WorkerChannel {
     if (!options_.cache_dir.empty()) po.env["KOPT_CACHE"] = (options_.cache_dir / "so").string();
     if (!options_.nvcc.empty()) po.env["KOPT_NVCC"] = options_.nvcc;
     if (!options_.arch.empty()) po.env["KOPT_ARCH"] = options_.arch;
+    std::vector<std::string> args = {"-m", "kopt.worker", "--device", options_.device};
+    if (!options_.sandbox_dir.empty()) {
+      std::error_code ec;
+      if (!fs::exists(options_.sandbox_dir, ec)) {
+        fs::create_directories(options_.sandbox_dir, ec);
+        if (!ec) created_sandbox_dir_ = true;
+      }
+      if (ec) return "cannot create the sandbox folder " + options_.sandbox_dir.string() + ": " + ec.message();
+      args.insert(args.end(), {"--sandbox", fs::absolute(options_.sandbox_dir).string()});
+      // load_inline's builds are kept with kopt's caches (writable in the
+      // sandbox) instead of ~/.cache, unless the user chose a folder.
+      const char* ext = std::getenv("TORCH_EXTENSIONS_DIR");
+      if (!options_.cache_dir.empty() && !(ext && *ext))
+        po.env["TORCH_EXTENSIONS_DIR"] = (options_.cache_dir / "torch_extensions").string();
+    }
     std::string tried;
     for (const std::string& python : PythonCandidates()) {
       auto t0 = std::chrono::steady_clock::now();
-      if (!child_.Start({python, "-m", "kopt.worker", "--device", options_.device}, po)) {
+      std::vector<std::string> argv = {python};
+      argv.insert(argv.end(), args.begin(), args.end());
+      if (!child_.Start(argv, po)) {
         tried += python + ": " + child_.error() + "; ";
         continue;
       }
@@ -157,6 +178,7 @@ class ProcessWorker : public WorkerChannel {
           Json msg = Json::parse(line);
           if (msg.value("event", "") == "ready") {
             spdlog::debug("worker {} ready in {:.2f} s", python, Since(t0));
+            if (!options_.sandbox_dir.empty()) CheckSandbox(msg.contains("sandbox") ? msg["sandbox"] : Json());
             return "";
           }
         } catch (const Json::parse_error&) {
@@ -169,7 +191,17 @@ class ProcessWorker : public WorkerChannel {
            "): install PyTorch for python3 or set KOPT_PYTHON to a Python that has it.";
   }
 
+  void CheckSandbox(const Json& report) {
+    std::string shortfall = SandboxShortfall(report);
+    if (shortfall.empty() || sandbox_warned_.exchange(true)) return;
+    std::string line = "the evaluation worker runs with a weaker sandbox: " + shortfall;
+    if (options_.on_warning) options_.on_warning(line);
+    else spdlog::warn("{}", line);
+  }
+
   WorkerOptions options_;
+  bool created_sandbox_dir_ = false;
+  std::atomic<bool> sandbox_warned_{false};
   LineChild child_;
   std::mutex mu_;
   std::future<std::string> start_;
@@ -178,6 +210,22 @@ class ProcessWorker : public WorkerChannel {
 };
 
 }  // namespace
+
+std::string SandboxShortfall(const Json& report) {
+  if (!report.is_object()) return "the worker reported no sandbox (is python/kopt up to date?)";
+  auto text = [&](const char* key) {
+    auto it = report.find(key);
+    return it != report.end() && it->is_string() ? it->get<std::string>() : std::string("not reported");
+  };
+  std::string network = text("network");
+  std::string filesystem = text("filesystem");
+  std::vector<std::string> missing;
+  if (network != "isolated") missing.push_back("network not isolated (" + network + ")");
+  if (filesystem.rfind("landlock", 0) != 0) missing.push_back("writes not confined (" + filesystem + ")");
+  std::string out;
+  for (const auto& m : missing) out += (out.empty() ? "" : "; ") + m;
+  return out;
+}
 
 std::unique_ptr<WorkerChannel> MakeProcessWorker(const WorkerOptions& options) {
   return std::make_unique<ProcessWorker>(options);

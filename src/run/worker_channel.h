@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,7 +49,20 @@ struct WorkerOptions {
   std::filesystem::path cache_dir;  ///< KOPT_CACHE for kopt.load_cuda
   std::string nvcc;                 ///< KOPT_NVCC for kopt.load_cuda
   std::string arch;                 ///< KOPT_ARCH
+  /// Scratch folder of the OS sandbox (`--sandbox`, docs/verification.md):
+  /// the worker and candidates get no network and may write only here (and
+  /// in the caches). Empty: no sandbox. Created when missing, and then
+  /// removed again when the worker channel is destroyed.
+  std::filesystem::path sandbox_dir;
+  /// Called once when the worker reports a sandbox it could not fully apply
+  /// (one sentence); unset: logged as a warning.
+  std::function<void(const std::string&)> on_warning;
 };
+
+/// One sentence saying what is missing from a worker's sandbox report (the
+/// `sandbox` field of its `ready` event or `hello` reply), or "" when the
+/// network is isolated and the filesystem confined.
+std::string SandboxShortfall(const Json& report);
 
 /// The real worker: `python3 -m kopt.worker` in its own process group.
 std::unique_ptr<WorkerChannel> MakeProcessWorker(const WorkerOptions& options);
