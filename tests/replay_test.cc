@@ -43,7 +43,7 @@ TEST(Replay, TheRecordedCorrectKernelFailsUnderAStricterFloor) {
   Json j = ReadJsonFile(testing::SourceDir() / "tests/data/gpu/eval_01_relu_faults.json");
   TaskBundle bundle = BundleFromJson(j["bundle"]);
   const Json& rec = j["records"].back();
-  bundle.floor_ms = 10 * rec["outcome"]["time_ms"]["median"].get<double>();
+  bundle.hard_floor_ms = 10 * rec["outcome"]["time_ms"]["median"].get<double>();
   EXPECT_TRUE(std::holds_alternative<Incorrect>(JudgeTiming(rec["timing"], bundle, VerifyPolicy{})));
 }
 

@@ -156,7 +156,7 @@ def serve(device_spec: str, sandbox_opts: Optional[dict] = None) -> int:
         msg = f"{type(e).__name__}: {e}"
         if sandbox_opts and not late:
             msg += (" (the worker runs sandboxed; if the device opens without the sandbox, try "
-                    "KOPT_SANDBOX_ORDER=late or --no-sandbox)")
+                    "KOPT_SANDBOX_ORDER=late, or run kopt without --sandbox)")
         chan.send({"event": "startup_failed", "pid": os.getpid(), "sandbox": _sandbox_report(), "error": {
             "kind": "internal", "message": msg, "fatal": True}})
         return 2

@@ -16,9 +16,9 @@ void AddCommonOptions(CLI::App* app, CommonOptions* o) {
   app->add_option("--arch", o->arch, "nvcc target, e.g. sm_90 or sm_90a (default: the GPU's)");
   app->add_option("--python", o->python, "Python with PyTorch for the worker (default: $KOPT_PYTHON, python3)");
   app->add_flag("--refresh", o->refresh, "Measure ceilings and capture tasks again, ignoring the cache");
-  app->add_flag("--no-sandbox", o->no_sandbox,
-                "Run candidates without the OS sandbox (by default they get no network and may write only "
-                "their scratch folder, <cache>/scratch/<pid>)");
+  app->add_flag("--sandbox", o->sandbox,
+                "Run candidates in the OS sandbox: no network, writes only to <cache>/scratch/<pid> "
+                "(experimental: CUDA did not start inside it on the H200 yet; see docs/verification.md)");
   app->add_flag("-v,--verbose", o->verbose, "Print progress details");
 }
 
@@ -48,7 +48,7 @@ Context MakeContext(const CommonOptions& o) {
   wo.python = o.python;
   wo.cache_dir = c.cache_dir;
   wo.arch = c.arch;
-  if (!o.no_sandbox) {
+  if (o.sandbox) {
     wo.sandbox_dir = c.cache_dir / "scratch" / std::to_string(::getpid());
     wo.on_warning = [](const std::string& line) { fmt::print(stderr, "kopt: warning: {}\n", line); };
   }

@@ -20,10 +20,10 @@ struct CommonOptions {
   std::string python;
   bool refresh = false;
   bool verbose = false;
-  bool no_sandbox = false;  ///< run candidates without the OS sandbox
+  bool sandbox = false;  ///< run candidates in the OS sandbox (opt-in until verified with CUDA)
 };
 
-/// Adds --device, --cache, --arch, --python, --refresh, --no-sandbox, -v to
+/// Adds --device, --cache, --arch, --python, --refresh, --sandbox, -v to
 /// a subcommand.
 void AddCommonOptions(CLI::App* app, CommonOptions* options);
 

@@ -24,6 +24,9 @@ struct EvalOptions {
   bool time_compile = false;      ///< also time torch.compile, interleaved
   Json timing = Json::object();   ///< overrides of the worker's TIMING fields
   double verify_timeout_s = 120;  ///< a candidate still running then is hung
+  /// Added for hybrid candidates, whose loading may compile extensions
+  /// (load_inline takes about a minute).
+  double hybrid_load_timeout_s = 300;
   double time_timeout_s = 600;
 };
 
@@ -37,7 +40,9 @@ struct EvalRecord {
   double build_s = 0;
   double verify_s = 0;
   double time_s = 0;
-  double source_to_verdict_s = 0;  ///< from source to verdict, timing excluded
+  /// From source to verdict, timing excluded: nvcc's time for this source
+  /// (now, or in this process's prebuild) plus verification.
+  double source_to_verdict_s = 0;
   double floor_ms = 0;
   Json checks;   ///< the worker's raw evaluate reply
   Json timing;   ///< the worker's raw time reply (all samples)

@@ -43,6 +43,13 @@ void AddFlag(TaskBundle* b, const std::string& flag, const std::string& note) {
 
 }  // namespace
 
+double DtypeBytes(const std::string& dtype) {
+  if (dtype == "float64" || dtype == "int64" || dtype == "complex64") return 8;
+  if (dtype == "float32" || dtype == "int32") return 4;
+  if (dtype == "float16" || dtype == "bfloat16" || dtype == "int16") return 2;
+  return 1;  // bool, uint8, int8, float8 variants
+}
+
 long long TensorSpec::Numel() const {
   long long n = 1;
   for (long long s : shape) n *= s;
@@ -57,14 +64,17 @@ bool TaskBundle::Degenerate() const {
   return HasFlag(flags::kNearZero) || HasFlag(flags::kNearConstant) || HasFlag(flags::kSeedIndependent);
 }
 
-double FloorMs(double min_bytes, double matrix_flops, double other_flops, const std::string& dtype,
-               const Ceilings& c, std::string* bound) {
-  double matrix_rate = c.fp32_flops_per_s;  // strict fp32: CUDA cores
-  if (dtype == "bfloat16") matrix_rate = std::max(matrix_rate, c.bf16_flops_per_s);
-  if (dtype == "float16") matrix_rate = std::max(matrix_rate, c.fp16_flops_per_s);
+double FloorMs(double min_bytes, double matrix_flops, double conv_flops, double other_flops,
+               const std::string& dtype, const Ceilings& c, std::string* bound) {
+  double matrix_rate = c.fp32_flops_per_s;  // strict fp32 matmul: CUDA cores
+  double conv_rate = std::max(c.fp32_flops_per_s, c.tf32_flops_per_s);  // cuDNN allows TF32 by default
+  if (dtype == "bfloat16") matrix_rate = conv_rate = std::max(matrix_rate, c.bf16_flops_per_s);
+  if (dtype == "float16") matrix_rate = conv_rate = std::max(matrix_rate, c.fp16_flops_per_s);
   double memory_s = c.bandwidth_bytes_per_s > 0 ? min_bytes / c.bandwidth_bytes_per_s : 0;
   double compute_s = 0;
-  if (matrix_rate > 0) compute_s += matrix_flops / matrix_rate;
+  conv_flops = std::min(conv_flops, matrix_flops);
+  if (matrix_rate > 0) compute_s += (matrix_flops - conv_flops) / matrix_rate;
+  if (conv_rate > 0) compute_s += conv_flops / conv_rate;
   if (c.fp32_flops_per_s > 0) {
     // Elementwise work in 16-bit types can run at twice the fp32 rate.
     double other_rate = c.fp32_flops_per_s * ((dtype == "bfloat16" || dtype == "float16") ? 2 : 1);
@@ -93,6 +103,8 @@ TaskBundle BundleFromCapture(const Task& task, const std::string& task_hash, con
   b.flops = Num(b.graph, "flops");
   if (b.graph.contains("flops_by_class")) b.matrix_flops = Num(b.graph["flops_by_class"], "matrix");
   b.min_bytes = Num(capture, "min_bytes");
+  for (const auto& n : b.graph.value("nodes", Json::array()))
+    if (n.value("op", "").find("convolution") != std::string::npos) b.conv_flops += Num(n, "flops");
   for (const auto& k : capture.value("kernels", Json::array()))
     b.kernels.push_back({k.value("name", ""), Num(k, "calls"), Num(k, "device_ms")});
   b.ref_error = capture.value("ref_error", Json());
@@ -137,9 +149,15 @@ TaskBundle BundleFromCapture(const Task& task, const std::string& task_hash, con
   for (const auto& t : b.inputs)
     if (t.role == "input" && (t.dtype == "bfloat16" || t.dtype == "float16")) dtype = t.dtype;
   // A floor only means something against a GPU's measured ceilings.
-  if (device.available)
-    b.floor_ms = FloorMs(b.min_bytes, b.matrix_flops, std::max(0.0, b.flops - b.matrix_flops), dtype, ceilings,
-                         &b.floor_bound);
+  if (device.available) {
+    b.floor_ms = FloorMs(b.min_bytes, b.matrix_flops, b.conv_flops, std::max(0.0, b.flops - b.matrix_flops), dtype,
+                         ceilings, &b.floor_bound);
+    double io_bytes = 0;
+    for (const auto& t : b.inputs)
+      if (t.role == "input") io_bytes += t.Numel() * DtypeBytes(t.dtype);
+    for (const auto& t : b.outputs) io_bytes += t.Numel() * DtypeBytes(t.dtype);
+    if (ceilings.bandwidth_bytes_per_s > 0) b.hard_floor_ms = 1e3 * io_bytes / ceilings.bandwidth_bytes_per_s;
+  }
   return b;
 }
 
@@ -167,6 +185,8 @@ Json ToJson(const TaskBundle& b) {
   j["flag_notes"] = b.flag_notes;
   j["floor_ms"] = b.floor_ms;
   j["floor_bound"] = b.floor_bound;
+  j["hard_floor_ms"] = b.hard_floor_ms;
+  j["conv_flops"] = b.conv_flops;
   if (b.eager_ms) j["eager_ms"] = ToJson(*b.eager_ms);
   if (b.compile_ms) j["compile_ms"] = ToJson(*b.compile_ms);
   if (!b.compile_error.empty()) j["compile_error"] = b.compile_error;
@@ -197,6 +217,8 @@ TaskBundle BundleFromJson(const Json& j) {
   b.flag_notes = j.value("flag_notes", std::vector<std::string>{});
   b.floor_ms = j.value("floor_ms", 0.0);
   b.floor_bound = j.value("floor_bound", "");
+  b.hard_floor_ms = j.value("hard_floor_ms", 0.0);
+  b.conv_flops = j.value("conv_flops", 0.0);
   if (j.contains("eager_ms")) b.eager_ms = SampleSummaryFromJson(j["eager_ms"]);
   if (j.contains("compile_ms")) b.compile_ms = SampleSummaryFromJson(j["compile_ms"]);
   b.compile_error = j.value("compile_error", "");

@@ -21,6 +21,9 @@ struct TensorSpec {
   long long Numel() const;
 };
 
+/// Bytes per element of a dtype name (float32 -> 4).
+double DtypeBytes(const std::string& dtype);
+
 struct ReferenceKernel {
   std::string name;
   double calls = 0;      ///< per forward call
@@ -57,8 +60,17 @@ struct TaskBundle {
   std::vector<std::string> flags;  ///< see kopt::flags
   std::vector<std::string> flag_notes;  ///< plain-English explanation per flag
 
+  /// The reference algorithm's roofline floor: every input, parameter and
+  /// output moved once, and its FLOPs at the fastest rate PyTorch's default
+  /// precision allows. A faster kernel changed the algorithm (fewer FLOPs,
+  /// pre-transformed weights); that is allowed, so this is for headroom only.
   double floor_ms = 0;
   std::string floor_bound;  ///< "memory" or "compute"
+  /// What no implementation can beat: the forward's tensor inputs read once
+  /// and its outputs written once, at the measured bandwidth. Times below
+  /// this are rejected as impossible.
+  double hard_floor_ms = 0;
+  double conv_flops = 0;  ///< convolution FLOPs (cuDNN runs fp32 convs in TF32 by default)
 
   std::optional<SampleSummary> eager_ms;
   std::optional<SampleSummary> compile_ms;
@@ -84,10 +96,11 @@ TaskBundle BundleFromCapture(const Task& task, const std::string& task_hash, con
                              const DeviceInfo& device, const Ceilings& ceilings,
                              const DegeneracyThresholds& thresholds = {});
 
-/// The floor time: the larger of min_bytes over bandwidth and FLOPs over the
-/// fastest rate the task's dtype allows. `bound` receives which one won.
-double FloorMs(double min_bytes, double matrix_flops, double other_flops, const std::string& dtype,
-               const Ceilings& ceilings, std::string* bound);
+/// The roofline floor: the larger of min_bytes over bandwidth and FLOPs over
+/// the fastest rate the task's dtype allows (fp32 convolutions at the TF32
+/// rate, as cuDNN runs them by default). `bound` receives which one won.
+double FloorMs(double min_bytes, double matrix_flops, double conv_flops, double other_flops,
+               const std::string& dtype, const Ceilings& ceilings, std::string* bound);
 
 Json ToJson(const TaskBundle& b);
 TaskBundle BundleFromJson(const Json& j);

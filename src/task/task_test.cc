@@ -91,6 +91,7 @@ TEST(Bundle, HealthyTaskHasNoFlagsAndMemoryFloor) {
   EXPECT_FALSE(b.Degenerate());
   EXPECT_EQ(b.floor_bound, "memory");
   EXPECT_NEAR(b.floor_ms, 1e3 * 8192 / 4e12, 1e-12);
+  EXPECT_NEAR(b.hard_floor_ms, 1e3 * 8192 / 4e12, 1e-12);  // x read, out written
   ASSERT_EQ(b.inputs.size(), 1u);
   EXPECT_EQ(b.inputs[0].Numel(), 1024);
   EXPECT_TRUE(b.training);
@@ -115,10 +116,13 @@ TEST(Bundle, FloorUsesTheFastestAllowedRate) {
   Ceilings c = SomeCeilings();
   std::string bound;
   // 1 TFLOP of fp32 matrix work on CUDA cores at 60 TFLOP/s: 16.7 ms.
-  EXPECT_NEAR(FloorMs(1e6, 1e12, 0, "float32", c, &bound), 1e3 / 60, 1e-9);
+  EXPECT_NEAR(FloorMs(1e6, 1e12, 0, 0, "float32", c, &bound), 1e3 / 60, 1e-9);
   EXPECT_EQ(bound, "compute");
   // The same work in bf16 may use tensor cores.
-  EXPECT_NEAR(FloorMs(1e6, 1e12, 0, "bfloat16", c, &bound), 1e3 / 900, 1e-9);
+  EXPECT_NEAR(FloorMs(1e6, 1e12, 0, 0, "bfloat16", c, &bound), 1e3 / 900, 1e-9);
+  // fp32 convolutions run in TF32 under PyTorch's defaults.
+  c.tf32_flops_per_s = 400e12;
+  EXPECT_NEAR(FloorMs(1e6, 1e12, 1e12, 0, "float32", c, &bound), 1e3 / 400, 1e-9);
 }
 
 TEST(Device, NominalRatesRaiseMeasuredCeilings) {
