@@ -18,7 +18,7 @@ void AddCommonOptions(CLI::App* app, CommonOptions* o) {
   app->add_flag("--refresh", o->refresh, "Measure ceilings and capture tasks again, ignoring the cache");
   app->add_flag("--sandbox", o->sandbox,
                 "Run candidates in the OS sandbox: no network, writes only to <cache>/scratch/<pid> "
-                "(experimental: CUDA did not start inside it on the H200 yet; see docs/verification.md)");
+                "(opt-in while it is being verified with CUDA; see docs/verification.md)");
   app->add_flag("-v,--verbose", o->verbose, "Print progress details");
 }
 

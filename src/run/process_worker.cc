@@ -153,6 +153,11 @@ class ProcessWorker : public WorkerChannel {
       }
       if (ec) return "cannot create the sandbox folder " + options_.sandbox_dir.string() + ": " + ec.message();
       args.insert(args.end(), {"--sandbox", fs::absolute(options_.sandbox_dir).string()});
+      // On the H200 (2026-12-02) torch.cuda was unavailable when the sandbox
+      // was entered before CUDA initialised, and worked when entered after:
+      // on CUDA devices the worker opens the device first, unless told.
+      const char* order = std::getenv("KOPT_SANDBOX_ORDER");
+      if (options_.device.rfind("cuda", 0) == 0 && !(order && *order)) po.env["KOPT_SANDBOX_ORDER"] = "late";
       // load_inline's builds are kept with kopt's caches (writable in the
       // sandbox) instead of ~/.cache, unless the user chose a folder.
       const char* ext = std::getenv("TORCH_EXTENSIONS_DIR");
