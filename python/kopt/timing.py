@@ -13,8 +13,8 @@ from .inputs import make_inputs, nbytes
 
 DEFAULTS = {
     "contenders": ["candidate", "eager"],
-    "warmup_ms": 50.0,
-    "min_reps": 20,
+    "warmup_ms": 200.0,
+    "min_reps": 30,
     "max_reps": 2000,
     "max_seconds": 3.0,
     "target_rel_ci": 0.01,
