@@ -33,6 +33,10 @@ void WriteTextFileAtomic(const std::filesystem::path& path,
   if (ec) throw Error("cannot replace " + path.string() + ": " + ec.message() + ".");
 }
 
+double NumberOr(const Json& j, const char* key, double fallback) {
+  return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
+}
+
 Json ReadJsonFile(const std::filesystem::path& path) {
   std::string text = ReadTextFile(path);
   try {

@@ -9,6 +9,10 @@ namespace kopt {
 
 using Json = nlohmann::json;
 
+/// `j[key]` when `j` is an object holding a number there, else `fallback`
+/// (worker replies are read leniently: a missing statistic is not a crash).
+double NumberOr(const Json& j, const char* key, double fallback = 0);
+
 /// Parses a JSON file; throws kopt::Error naming the file on failure.
 Json ReadJsonFile(const std::filesystem::path& path);
 

@@ -71,8 +71,8 @@ class ProcessWorker : public WorkerChannel {
     if (!child_.WriteLine(req.dump())) {
       reply.status = WorkerReply::Status::kDied;
       reply.message = "the worker's stdin closed (" + child_.ExitDescription() + ")";
+      child_.Kill();  // joins the stderr reader, so the tail is complete
       reply.stderr_tail = child_.StderrTail();
-      child_.Kill();
       return reply;
     }
     auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -94,8 +94,8 @@ class ProcessWorker : public WorkerChannel {
         reply.status = WorkerReply::Status::kDied;
         reply.wall_s = Since(t0);
         reply.message = "the worker died (" + child_.ExitDescription() + ")";
+        child_.Kill();  // joins the stderr reader, so the tail is complete
         reply.stderr_tail = child_.StderrTail();
-        child_.Kill();
         return reply;
       }
       Json msg;

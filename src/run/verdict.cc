@@ -8,10 +8,6 @@
 namespace kopt {
 namespace {
 
-double Num(const Json& j, const char* key, double fallback = 0) {
-  return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
-}
-
 std::vector<double> Doubles(const Json& j) {
   std::vector<double> v;
   if (j.is_array())
@@ -60,34 +56,34 @@ void JudgeOutput(size_t index, const Json& out, const TaskBundle& bundle, const 
   const Json& ref = out.contains("ref32_vs_ref64") ? out["ref32_vs_ref64"] : Json();
 
   if (policy.tolerance == TolerancePolicy::kKernelBench || vs64.is_null() || ref.is_null()) {
-    double worst = Num(vs32, "worst_ratio", 1e300);
+    double worst = NumberOr(vs32, "worst_ratio", 1e300);
     if (worst > 1.0) {
       Tolerance tol = KernelBenchTolerance(dtype);
       reasons->push_back(fmt::format(
           "{} differs from the fp32 reference beyond atol={:g}, rtol={:g} (worst element at {:.3g}x the "
           "tolerance, max abs error {:.3g})",
-          name, tol.atol, tol.rtol, worst, Num(vs32, "max_abs")));
+          name, tol.atol, tol.rtol, worst, NumberOr(vs32, "max_abs")));
     }
     return;
   }
 
   double eps = DtypeEpsilon(dtype);
-  double scale = std::max(Num(out, "ref_max_abs"), 1e-30);
-  double allowed_rel = std::max(policy.reference_error_multiple * Num(ref, "rel_l2"), policy.dtype_eps_multiple * eps);
+  double scale = std::max(NumberOr(out, "ref_max_abs"), 1e-30);
+  double allowed_rel = std::max(policy.reference_error_multiple * NumberOr(ref, "rel_l2"), policy.dtype_eps_multiple * eps);
   double allowed_abs =
-      std::max(policy.reference_error_multiple * Num(ref, "max_abs"), policy.dtype_eps_multiple * eps * scale);
-  double rel = Num(vs64, "rel_l2", 1e300), abs_err = Num(vs64, "max_abs", 1e300);
+      std::max(policy.reference_error_multiple * NumberOr(ref, "max_abs"), policy.dtype_eps_multiple * eps * scale);
+  double rel = NumberOr(vs64, "rel_l2", 1e300), abs_err = NumberOr(vs64, "max_abs", 1e300);
   if (rel > allowed_rel) {
     reasons->push_back(fmt::format(
         "{} is off by {:.3g} (relative L2) against the float64 truth; allowed {:.3g}, the fp32 reference itself "
         "is off by {:.3g}{}",
-        name, rel, allowed_rel, Num(ref, "rel_l2"),
+        name, rel, allowed_rel, NumberOr(ref, "rel_l2"),
         rel < 3e-2 ? " (looks like reduced precision or a different algorithm)" : ""));
   } else if (abs_err > allowed_abs) {
     reasons->push_back(fmt::format(
         "{} has an element off by {:.3g} against the float64 truth; allowed {:.3g} (the fp32 reference's "
         "worst is {:.3g})",
-        name, abs_err, allowed_abs, Num(ref, "max_abs")));
+        name, abs_err, allowed_abs, NumberOr(ref, "max_abs")));
   }
 }
 
@@ -156,9 +152,9 @@ Outcome JudgeTiming(const Json& reply, const TaskBundle& bundle, const VerifyPol
   const Json energy = reply.value("energy", Json::object());
   if (energy.is_object()) {
     if (energy.contains("candidate") && energy["candidate"].is_object())
-      if (double e = Num(energy["candidate"], "mj_per_call", -1); e >= 0) m.energy_mj_per_call = e;
+      if (double e = NumberOr(energy["candidate"], "mj_per_call", -1); e >= 0) m.energy_mj_per_call = e;
     if (energy.contains("eager") && energy["eager"].is_object())
-      if (double e = Num(energy["eager"], "mj_per_call", -1); e >= 0) m.eager_energy_mj_per_call = e;
+      if (double e = NumberOr(energy["eager"], "mj_per_call", -1); e >= 0) m.eager_energy_mj_per_call = e;
   }
 
   if (bundle.hard_floor_ms > 0 && m.time_ms.median < bundle.hard_floor_ms * (1 - policy.floor_margin))

@@ -30,10 +30,6 @@ Json ToJson(const TensorSpec& t) {
   return Json{{"name", t.name}, {"role", t.role}, {"dtype", t.dtype}, {"shape", t.shape}, {"strides", t.strides}};
 }
 
-double Num(const Json& j, const char* key, double fallback = 0) {
-  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
-}
-
 void AddFlag(TaskBundle* b, const std::string& flag, const std::string& note) {
   if (!b->HasFlag(flag)) {
     b->flags.push_back(flag);
@@ -100,13 +96,13 @@ TaskBundle BundleFromCapture(const Task& task, const std::string& task_hash, con
   b.training = sig.value("training", false);
 
   b.graph = capture.value("graph", Json::object());
-  b.flops = Num(b.graph, "flops");
-  if (b.graph.contains("flops_by_class")) b.matrix_flops = Num(b.graph["flops_by_class"], "matrix");
-  b.min_bytes = Num(capture, "min_bytes");
+  b.flops = NumberOr(b.graph, "flops");
+  if (b.graph.contains("flops_by_class")) b.matrix_flops = NumberOr(b.graph["flops_by_class"], "matrix");
+  b.min_bytes = NumberOr(capture, "min_bytes");
   for (const auto& n : b.graph.value("nodes", Json::array()))
-    if (n.value("op", "").find("convolution") != std::string::npos) b.conv_flops += Num(n, "flops");
+    if (n.value("op", "").find("convolution") != std::string::npos) b.conv_flops += NumberOr(n, "flops");
   for (const auto& k : capture.value("kernels", Json::array()))
-    b.kernels.push_back({k.value("name", ""), Num(k, "calls"), Num(k, "device_ms")});
+    b.kernels.push_back({k.value("name", ""), NumberOr(k, "calls"), NumberOr(k, "device_ms")});
   b.ref_error = capture.value("ref_error", Json());
 
   // Degeneracy: judged per output over all seeds.
@@ -117,8 +113,8 @@ TaskBundle BundleFromCapture(const Task& task, const std::string& task_hash, con
     for (const auto& per_seed : stats) {
       if (!per_seed.is_array() || o >= per_seed.size()) continue;
       const Json& s = per_seed[o];
-      double max_abs = Num(s, "max_abs"), sd = Num(s, "std"), mean = Num(s, "mean");
-      double numel = Num(s, "numel", 1);
+      double max_abs = NumberOr(s, "max_abs"), sd = NumberOr(s, "std"), mean = NumberOr(s, "mean");
+      double numel = NumberOr(s, "numel", 1);
       if (max_abs >= th.near_zero_max_abs) all_zero = false;
       double scale = std::max(std::fabs(mean), max_abs);
       if (numel <= 1 || scale <= 0 || sd / scale >= th.near_constant_rel_std) all_constant = false;
