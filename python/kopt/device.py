@@ -10,6 +10,7 @@ from typing import Optional
 import torch
 
 from . import energy
+from .integrity import ORIG
 
 
 def _cuda_attribute(device_index: int, attribute: int) -> Optional[int]:
@@ -97,8 +98,10 @@ class Device:
 
     # -- helpers -------------------------------------------------------------
     def sync(self) -> None:
+        # The saved function (kopt/integrity.py): a candidate's patch of
+        # torch.cuda.synchronize cannot change what it does.
         if self.is_cuda:
-            torch.cuda.synchronize(self.index)
+            ORIG.synchronize(self.index)
 
     def empty_cache(self) -> None:
         if self.is_cuda:
@@ -110,27 +113,35 @@ class Device:
         return energy.total_energy_mj(self.index)
 
     def timer(self):
-        """Returns a callable that times one call: (fn) -> (event_ms|None, host_ms)."""
+        """Returns a callable that times one call: (fn) -> (event_ms|None, host_ms).
+
+        Only the functions saved at start-up (integrity.ORIG) are used, so a
+        candidate that patches torch.cuda.Event, synchronize or the clocks
+        cannot change the measurement."""
         if self.is_cuda:
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
+            start = ORIG.Event(enable_timing=True)
+            end = ORIG.Event(enable_timing=True)
+            sync, record, elapsed, clock = ORIG.synchronize, ORIG.event_record, ORIG.event_elapsed, ORIG.perf_counter_ns
+            stream = ORIG.current_stream(self.index)
 
             def run(fn):
-                torch.cuda.synchronize()
-                t0 = time.perf_counter_ns()
-                start.record()
+                sync()
+                t0 = clock()
+                record(start, stream)
                 fn()
-                end.record()
-                torch.cuda.synchronize()
-                t1 = time.perf_counter_ns()
-                return start.elapsed_time(end), (t1 - t0) / 1e6
+                record(end, stream)
+                sync()
+                t1 = clock()
+                return elapsed(start, end), (t1 - t0) / 1e6
 
             return run
 
+        clock_cpu = ORIG.perf_counter_ns
+
         def run_cpu(fn):
-            t0 = time.perf_counter_ns()
+            t0 = clock_cpu()
             fn()
-            t1 = time.perf_counter_ns()
+            t1 = clock_cpu()
             return None, (t1 - t0) / 1e6
 
         return run_cpu

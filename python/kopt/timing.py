@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-import time
 from typing import Any, Callable, Dict, List, Optional
 
 import torch
 
 from .errors import BadRequest, classify
 from .inputs import make_inputs, nbytes
+from .integrity import ORIG, Ledger
 
 DEFAULTS = {
     "contenders": ["candidate", "eager"],
@@ -73,7 +73,12 @@ class _Contender:
         self.error_kind = kind
 
 
-def run_timing(cfg: dict, task, ref, candidate, device) -> dict:
+def _null():
+    return None
+
+
+def run_timing(cfg: dict, task, ref, candidate, device, ledger: Optional[Ledger] = None) -> dict:
+    ledger = ledger if ledger is not None else Ledger()
     dev = device.torch_device
     l2 = device.l2_bytes()
     rotate = int(cfg.get("rotate_min_bytes") or 0)
@@ -134,24 +139,30 @@ def run_timing(cfg: dict, task, ref, candidate, device) -> dict:
         try:
             c.fns[0]()
             device.sync()
-            t0 = time.perf_counter()
+            t0 = ORIG.perf_counter()
             i = 0
             while True:
                 c.fns[i % len(c.fns)]()
                 i += 1
                 device.sync()
-                if time.perf_counter() - t0 >= warm_s:
+                if ORIG.perf_counter() - t0 >= warm_s:
                     break
         except Exception as e:  # noqa: BLE001
             c.fail(e)
+        if c.name == "candidate":
+            ledger.check()
 
     timer = device.timer()
+    # A call that does nothing, timed the same way in the same loop: the host
+    # clock's own overhead (synchronize, clock reads, the Python call), so the
+    # verdict can tell host time spent on work from host time spent on timing.
+    null_host: List[float] = []
     active = [c for c in contenders.values() if not c.error]
     min_reps, max_reps = int(cfg["min_reps"]), int(cfg["max_reps"])
     max_s, target = float(cfg["max_seconds"]), float(cfg["target_rel_ci"])
     batch = max(1, int(cfg.get("batch", 5)))
     use_event = device.is_cuda
-    start = time.perf_counter()
+    start = ORIG.perf_counter()
     k = 0  # index of the next input set
     rounds = 0
     stop = "max_reps" if active else "no_contenders"
@@ -172,9 +183,15 @@ def run_timing(cfg: dict, task, ref, candidate, device) -> dict:
                 except Exception as e:  # noqa: BLE001
                     c.fail(e)
                     break
+                if c.name == "candidate":
+                    ledger.check()  # outside the timed region
                 if ev is not None:
                     c.event_ms.append(float(ev))
                 c.host_ms.append(float(host))
+        for _ in range(batch):
+            if flush is not None:
+                torch.sum(flush, dim=0, out=flush_out)
+            null_host.append(float(timer(_null)[1]))
         active = [c for c in active if not c.error]
         if not active:
             stop = "errors"
@@ -186,10 +203,10 @@ def run_timing(cfg: dict, task, ref, candidate, device) -> dict:
                median_ci_rel(c.event_ms if use_event else c.host_ms) <= target for c in active):
             stop = "ci"
             break
-        if time.perf_counter() - start >= max_s:
+        if ORIG.perf_counter() - start >= max_s:
             stop = "max_seconds"
             break
-    elapsed = time.perf_counter() - start
+    elapsed = ORIG.perf_counter() - start
 
     samples = {}
     for name, c in contenders.items():
@@ -214,8 +231,11 @@ def run_timing(cfg: dict, task, ref, candidate, device) -> dict:
                     raise
                 energy[name] = None
     del flush
+    ledger.check()
     return {
         "samples": samples,
+        "null_host_ms": null_host,
+        "tampered": list(ledger.names),
         "energy": energy,
         "meta": {"stop": stop, "rounds": rounds, "elapsed_s": elapsed, "input_sets": n_sets,
                  "set_bytes": set_bytes, "flush_bytes": 2 * l2 if device.is_cuda and cfg.get("flush_l2", True) else 0,
@@ -236,7 +256,7 @@ def _energy(c: _Contender, device) -> Optional[dict]:
     e0 = device.energy_mj()
     if e0 is None:
         return None
-    t0 = time.perf_counter()
+    t0 = ORIG.perf_counter()
     calls = 0
     chunk = 1
     while True:
@@ -244,7 +264,7 @@ def _energy(c: _Contender, device) -> Optional[dict]:
             c.fns[calls % len(c.fns)]()
             calls += 1
         device.sync()
-        dt = time.perf_counter() - t0
+        dt = ORIG.perf_counter() - t0
         if dt >= ENERGY_WINDOW_S:
             break
         # Grow the chunk so syncs stay rare but the window is not overshot much.
@@ -252,7 +272,7 @@ def _energy(c: _Contender, device) -> Optional[dict]:
         remaining = ENERGY_WINDOW_S - dt
         chunk = max(1, min(int(remaining / max(per_call, 1e-7) * 0.5) + 1, 4096))
     e1 = device.energy_mj()
-    window = time.perf_counter() - t0
+    window = ORIG.perf_counter() - t0
     if e1 is None:
         return None
     return {"mj_per_call": (e1 - e0) / calls, "calls": calls, "window_s": window}

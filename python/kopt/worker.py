@@ -145,6 +145,11 @@ def serve(device_spec: str, sandbox_opts: Optional[dict] = None) -> int:
         from .device import Device
 
         device = Device(device_spec)
+        # Save the clocks, CUDA events, synchronize and the torch functions
+        # the checks use, before any candidate can be imported.
+        from . import integrity
+
+        integrity.install()
         try:
             from . import flags
 
