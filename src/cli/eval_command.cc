@@ -57,7 +57,8 @@ void PrintRecord(const EvalRecord& r, const TaskBundle& bundle) {
       t.AddRow({"torch.compile", FormatMs(m->compile_ms->median),
                 fmt::format("{} .. {}", FormatMs(m->compile_ms->ci_low), FormatMs(m->compile_ms->ci_high)),
                 std::to_string(m->compile_ms->n), "-"});
-    t.AddRow({"floor", FormatMs(bundle.floor_ms), bundle.floor_bound + "-bound", "-", "-"});
+    t.AddRow({"floor", FormatMs(bundle.floor_ms), bundle.floor_bound + "-bound (reference algorithm)", "-", "-"});
+    t.AddRow({"hard floor", FormatMs(bundle.hard_floor_ms), "inputs read, outputs written", "-", "-"});
     fmt::print("\n{}", t.Render());
     if (auto sp = m->SpeedupVsEager()) fmt::print("\nspeedup vs eager {:.2f}x", *sp);
     if (m->compile_ms && m->time_ms.median > 0)
