@@ -1,0 +1,154 @@
+#include "diagnose/roofline.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace kopt {
+namespace {
+
+double RequireNumber(const Json& j, const char* section, const char* key,
+                     const std::filesystem::path& path) {
+  if (!j.contains(section) || !j[section].contains(key) || !j[section][key].is_number()) {
+    throw Error(fmt::format("{} lacks the number {}.{}: restore it from git.", path.string(),
+                            section, key));
+  }
+  return j[section][key].get<double>();
+}
+
+double RateFor(const std::string& precision, const Ceilings& c) {
+  if (precision == "fp32") return c.fp32_flops_per_s;
+  if (precision == "tf32") return c.tf32_flops_per_s;
+  if (precision == "bf16") return c.bf16_flops_per_s;
+  if (precision == "fp16") return c.fp16_flops_per_s;
+  return 0;
+}
+
+}  // namespace
+
+std::string BoundClassName(BoundClass c) {
+  switch (c) {
+    case BoundClass::kMemoryDram: return "memory.dram";
+    case BoundClass::kMemoryL2: return "memory.l2";
+    case BoundClass::kMemoryL1Shared: return "memory.l1_shared";
+    case BoundClass::kComputeFp32: return "compute.fp32";
+    case BoundClass::kComputeTensor: return "compute.tensor";
+    case BoundClass::kLatency: return "latency";
+    case BoundClass::kLaunchHost: return "launch_host";
+    case BoundClass::kSmallGrid: return "small_grid";
+  }
+  return "latency";
+}
+
+bool IsMemoryBound(BoundClass c) {
+  return c == BoundClass::kMemoryDram || c == BoundClass::kMemoryL2 ||
+         c == BoundClass::kMemoryL1Shared;
+}
+
+RooflineThresholds LoadRooflineThresholds(const std::filesystem::path& path) {
+  Json j = ReadJsonFile(path);
+  RooflineThresholds t;
+  t.max_gpu_busy_fraction = RequireNumber(j, "launch_host", "max_gpu_busy_fraction", path);
+  t.small_grid_max_waves = RequireNumber(j, "small_grid", "max_waves", path);
+  t.min_sol_pct = RequireNumber(j, "bound", "min_sol_pct", path);
+  return t;
+}
+
+RooflineResult ClassifyRoofline(const RooflineInput& in, const RooflineThresholds& t) {
+  RooflineResult r;
+  const Metrics& m = in.metrics;
+  const double time_s = in.time_ms / 1e3;
+
+  // The floor: the larger of the bytes at bandwidth and the FLOPs at their rates.
+  double bytes = in.min_bytes > 0 ? in.min_bytes : in.dram_bytes;
+  double memory_ms = in.ceilings.bandwidth_bytes_per_s > 0
+                         ? bytes / in.ceilings.bandwidth_bytes_per_s * 1e3 : 0;
+  double compute_ms = 0;
+  for (const auto& [precision, flops] : in.flops) {
+    double rate = RateFor(precision, in.ceilings);
+    if (rate > 0) compute_ms += flops / rate * 1e3;
+  }
+  r.floor_ms = std::max(memory_ms, compute_ms);
+  r.floor_bound = compute_ms > memory_ms ? "compute" : "memory";
+  if (r.floor_ms > 0 && in.time_ms > 0) r.headroom = in.time_ms / r.floor_ms;
+
+  // Utilization of each unit: ncu's SOL percentages, else achieved rates.
+  auto put = [&](const char* unit, std::optional<double> v) {
+    if (v) r.utilization[unit] = *v;
+  };
+  put("dram", GetMetric(m, metric::kDramThroughputPct));
+  put("l2", GetMetric(m, metric::kL2ThroughputPct));
+  put("l1_shared", GetMetric(m, metric::kL1ThroughputPct));
+  put("fp32", GetMetric(m, metric::kFmaPipePct));
+  put("tensor", GetMetric(m, metric::kTensorPipePct));
+  if (!r.utilization.count("dram") && in.dram_bytes > 0 && time_s > 0 &&
+      in.ceilings.bandwidth_bytes_per_s > 0) {
+    r.utilization["dram"] = 100 * in.dram_bytes / time_s / in.ceilings.bandwidth_bytes_per_s;
+  }
+  if (time_s > 0) {
+    auto achieved = [&](const char* precision) {
+      auto it = in.flops.find(precision);
+      double rate = RateFor(precision, in.ceilings);
+      return it != in.flops.end() && rate > 0 ? 100 * it->second / time_s / rate : 0.0;
+    };
+    if (!r.utilization.count("fp32") && in.flops.count("fp32")) r.utilization["fp32"] = achieved("fp32");
+    if (!r.utilization.count("tensor")) {
+      double tensor = achieved("tf32") + achieved("bf16") + achieved("fp16");
+      if (tensor > 0) r.utilization["tensor"] = tensor;
+    }
+  }
+
+  // 1. The GPU idles: launch- or host-bound.
+  if (in.kernel_ms > 0 && in.time_ms > 0 && in.kernel_ms / in.time_ms < t.max_gpu_busy_fraction) {
+    r.bound = BoundClass::kLaunchHost;
+    r.explanation = fmt::format(
+        "kernels run {:.0f}% of the measured {:.3f} ms; the rest is launch gaps and host work",
+        100 * in.kernel_ms / in.time_ms, in.time_ms);
+    return r;
+  }
+  // 2. Too few blocks to fill the GPU.
+  std::optional<double> waves = GetMetric(m, metric::kWaves);
+  if (!waves && in.sm_count > 0) {
+    if (auto grid = GetMetric(m, metric::kGridSize)) waves = *grid / in.sm_count;
+  }
+  if (waves && *waves > 0 && *waves < t.small_grid_max_waves) {
+    r.bound = BoundClass::kSmallGrid;
+    r.explanation = fmt::format("{:.2f} waves: the grid leaves most SMs idle", *waves);
+    return r;
+  }
+  // 3. The busiest unit at or above its threshold is the roof.
+  const std::pair<const char*, BoundClass> kUnits[] = {
+      {"dram", BoundClass::kMemoryDram},  {"l2", BoundClass::kMemoryL2},
+      {"l1_shared", BoundClass::kMemoryL1Shared}, {"fp32", BoundClass::kComputeFp32},
+      {"tensor", BoundClass::kComputeTensor}};
+  const char* best = nullptr;
+  double best_pct = -1;
+  for (const auto& [unit, cls] : kUnits) {
+    auto it = r.utilization.find(unit);
+    if (it != r.utilization.end() && it->second > best_pct) {
+      best_pct = it->second;
+      best = unit;
+      r.bound = cls;
+    }
+  }
+  if (best && best_pct >= t.min_sol_pct) {
+    r.explanation = fmt::format("{} runs at {:.0f}% of its peak", best, best_pct);
+    return r;
+  }
+  r.bound = BoundClass::kLatency;
+  r.explanation = best ? fmt::format("the busiest unit ({}) is at {:.0f}% of its peak: latency is "
+                                     "not hidden", best, best_pct)
+                       : "no throughput figures: assuming latency-bound";
+  return r;
+}
+
+Json ToJson(const RooflineResult& r) {
+  return Json{{"bound", BoundClassName(r.bound)}, {"floor_ms", r.floor_ms},
+              {"floor_bound", r.floor_bound},     {"headroom", r.headroom},
+              {"utilization", r.utilization},     {"explanation", r.explanation}};
+}
+
+}  // namespace kopt

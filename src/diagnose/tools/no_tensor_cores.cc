@@ -1,0 +1,54 @@
+// Matrix work done on CUDA cores (FFMA) where tensor cores would be several times faster.
+#include <fmt/format.h>
+
+#include "diagnose/tools/tools.h"
+
+namespace kopt {
+namespace {
+
+class NoTensorCores : public AnalysisTool {
+ public:
+  std::string name() const override { return "no_tensor_cores"; }
+  bool AppliesTo(BoundClass b) const override {
+    return b == BoundClass::kComputeFp32 || b == BoundClass::kLatency ||
+           b == BoundClass::kMemoryL1Shared;
+  }
+  std::optional<Diagnosis> Run(const AnalysisInput& in) const override {
+    if (in.flops <= 0 || in.matrix_flops / in.flops < in.thresholds->Get(name(), "min_matrix_flop_fraction")) {
+      return std::nullopt;
+    }
+    Diagnosis d;
+    d.evidence["matrix_flop_fraction"] = in.matrix_flops / in.flops;
+    // Executed tensor instructions (ncu) win over the static SASS count.
+    auto hmma = GetMetric(in.metrics, metric::kTensorHmmaInst);
+    auto gmma = GetMetric(in.metrics, metric::kTensorGmmaInst);
+    double ffma = 0;
+    if (hmma || gmma) {
+      if (hmma.value_or(0) + gmma.value_or(0) > 0) return std::nullopt;
+      d.evidence["tensor_instructions_executed"] = 0;
+      ffma = MetricOr(in.metrics, metric::kFfmaThreadInst);
+      d.evidence[metric::kFfmaThreadInst] = ffma;
+    } else if (in.sass) {
+      if (in.sass->mix.tensor_mma > 0) return std::nullopt;
+      d.evidence["sass_tensor_mma"] = 0;
+      ffma = in.sass->mix.ffma;
+      d.evidence["sass_ffma"] = ffma;
+    } else {
+      return std::nullopt;
+    }
+    if (ffma < in.thresholds->Get(name(), "min_ffma_instructions")) return std::nullopt;
+    d.estimated_gain = in.thresholds->Get(name(), "gain");
+    d.advice =
+        "The task is mostly matrix products but the kernel runs them as FFMA on CUDA cores. Use "
+        "tensor cores: WMMA or mma.sync (sm_80+), wgmma (sm_90a) or cuBLAS; TF32 for fp32 "
+        "inputs where the task's tolerance allows, bf16/fp16 where the inputs already are.";
+    d.suggested_moves = {"use_tensor_cores_mma_sync", "use_wgmma", "call_cublas", "tf32_inputs"};
+    return Finish(*this, in, std::move(d));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<AnalysisTool> MakeNoTensorCoresTool() { return std::make_unique<NoTensorCores>(); }
+
+}  // namespace kopt
