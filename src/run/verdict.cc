@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "core/stats.h"
+
 namespace kopt {
 namespace {
 
@@ -50,10 +52,32 @@ void JudgeOutput(size_t index, const Json& out, const TaskBundle& bundle, const 
     return;
   }
 
+  if (out.contains("exact_tensor") && out["exact_tensor"].is_boolean() && !out["exact_tensor"].get<bool>())
+    reasons->push_back(fmt::format(
+        "{} is not a plain torch.Tensor (a subclass or a deferred object): its values could be computed after the "
+        "timer stopped, or differ from what it reports",
+        name));
+
   std::string dtype = index < bundle.outputs.size() ? bundle.outputs[index].dtype : "float32";
   const Json& vs32 = out.contains("vs_ref32") ? out["vs_ref32"] : Json();
   const Json& vs64 = out.contains("vs_ref64") ? out["vs_ref64"] : Json();
   const Json& ref = out.contains("ref32_vs_ref64") ? out["ref32_vs_ref64"] : Json();
+
+  // Determinism: the same inputs run twice (the worker scribbles over freed
+  // memory in between) must agree within the accuracy allowance; atomics'
+  // reordering stays far below it, an uninitialised read or a race does not.
+  if (out.contains("rerun_rel_diff") && out["rerun_rel_diff"].is_number()) {
+    double allowed = KernelBenchTolerance(dtype).rtol;
+    if (policy.tolerance == TolerancePolicy::kCalibrated && !ref.is_null())
+      allowed = std::max(policy.reference_error_multiple * NumberOr(ref, "rel_l2"),
+                         policy.dtype_eps_multiple * DtypeEpsilon(dtype));
+    double diff = out["rerun_rel_diff"].get<double>();
+    if (diff > allowed)
+      reasons->push_back(fmt::format(
+          "the candidate's output changes between runs on the same inputs: it reads memory nothing wrote, or "
+          "races ({} differs by {:.3g} relative L2 between two runs; allowed {:.3g})",
+          name, diff, allowed));
+  }
 
   if (policy.tolerance == TolerancePolicy::kKernelBench || vs64.is_null() || ref.is_null()) {
     double worst = NumberOr(vs32, "worst_ratio", 1e300);
@@ -102,8 +126,21 @@ double DtypeEpsilon(const std::string& dtype) {
   return 0;  // integer and bool outputs must match exactly
 }
 
+std::string TamperReason(const Json& reply) {
+  if (!reply.is_object() || !reply.contains("tampered") || !reply["tampered"].is_array() ||
+      reply["tampered"].empty())
+    return "";
+  std::string names;
+  for (size_t i = 0; i < reply["tampered"].size(); ++i) {
+    const Json& n = reply["tampered"][i];
+    names += (i ? ", " : "") + (n.is_string() ? n.get<std::string>() : n.dump());
+  }
+  return fmt::format("the candidate replaced {}; timing cannot be trusted", names);
+}
+
 std::vector<std::string> JudgeChecks(const Json& reply, const TaskBundle& bundle, const VerifyPolicy& policy) {
   std::vector<std::string> reasons;
+  if (std::string t = TamperReason(reply); !t.empty()) reasons.push_back(t);
   const Json checks = reply.value("checks", Json::array());
   if (checks.empty()) return {"the worker returned no checks"};
   for (const auto& check : checks) {
@@ -134,6 +171,7 @@ Outcome JudgeTiming(const Json& reply, const TaskBundle& bundle, const VerifyPol
   if (!samples.contains("candidate")) return Crashed{"internal", "the worker returned no candidate timings"};
   const Json& cand = samples["candidate"];
   if (cand.contains("error")) return Crashed{"candidate_error", cand.value("error", "")};
+  if (std::string t = TamperReason(reply); !t.empty()) return Incorrect{{t}};
   Measured m;
   m.time_ms = Summarize(Doubles(cand.value("event_ms", Json::array())));
   m.host_ms = Summarize(Doubles(cand.value("host_ms", Json::array())));
@@ -157,13 +195,30 @@ Outcome JudgeTiming(const Json& reply, const TaskBundle& bundle, const VerifyPol
       if (double e = NumberOr(energy["eager"], "mj_per_call", -1); e >= 0) m.eager_energy_mj_per_call = e;
   }
 
-  if (bundle.hard_floor_ms > 0 && m.time_ms.median < bundle.hard_floor_ms * (1 - policy.floor_margin))
-    return Incorrect{{fmt::format(
-        "measured {:.4g} ms per call, below the {:.4g} ms it takes just to read the inputs and write the outputs at "
-        "the device's measured bandwidth: the time cannot be real",
-        m.time_ms.median, bundle.hard_floor_ms)}};
-
-  if (m.host_ms.n > 0 && m.time_ms.n > 0) {
+  std::vector<double> null_host = Doubles(reply.value("null_host_ms", Json::array()));
+  bool has_events = !Doubles(cand.value("event_ms", Json::array())).empty();
+  if (has_events && !null_host.empty() && m.host_ms.n > 0) {
+    // Host time around the call, less what timing a call that does nothing
+    // costs (synchronize, event records, clock reads), is the call's true
+    // duration as the host sees it. Work on another stream, a non-blocking
+    // stream or a host thread is in it but not between the events.
+    double null_med = Median(null_host);
+    double host_work = m.host_ms.median - null_med;
+    double hidden = host_work - m.time_ms.median;
+    if (hidden > std::max(policy.hidden_work_fraction * m.time_ms.median, policy.hidden_work_ms))
+      return Incorrect{{fmt::format(
+          "{:.4g} ms of the call ran outside the timed stream (host clock {:.4g} ms less {:.4g} ms for timing an "
+          "empty call, CUDA events {:.4g} ms): work on another stream, a non-blocking stream or a host thread "
+          "is not timed",
+          hidden, m.host_ms.median, null_med, m.time_ms.median)}};
+    if (host_work > m.time_ms.median) {
+      // Rank by the larger of the two clocks.
+      std::vector<double> adjusted = Doubles(cand.value("host_ms", Json::array()));
+      for (double& x : adjusted) x -= null_med;
+      m.time_ms = Summarize(adjusted);
+    }
+  } else if (m.host_ms.n > 0 && has_events) {
+    // Recorded replies without a null call: the old warning.
     double gap = m.host_ms.median - m.time_ms.median;
     if (gap > policy.host_gap_ms && gap > policy.host_gap_fraction * m.time_ms.median)
       m.warnings.push_back(fmt::format(
@@ -171,6 +226,13 @@ Outcome JudgeTiming(const Json& reply, const TaskBundle& bundle, const VerifyPol
           "stream, or host overhead dominates",
           m.host_ms.median, m.time_ms.median));
   }
+  // After the clocks are reconciled: the floor judges the ranking time.
+  if (bundle.hard_floor_ms > 0 && m.time_ms.median < bundle.hard_floor_ms * (1 - policy.floor_margin))
+    return Incorrect{{fmt::format(
+        "measured {:.4g} ms per call, below the {:.4g} ms it takes just to read the inputs and write the outputs at "
+        "the device's measured bandwidth: the time cannot be real",
+        m.time_ms.median, bundle.hard_floor_ms)}};
+
   if (m.time_ms.RelativeHalfWidth() > 0.05)
     m.warnings.push_back(fmt::format("timing is noisy: the 95% interval of the median is ±{:.1f}%",
                                      100 * m.time_ms.RelativeHalfWidth()));

@@ -28,6 +28,11 @@ struct VerifyPolicy {
   double floor_margin = 0.10;           ///< a time below floor·(1 − margin) is impossible
   double host_gap_ms = 0.1;             ///< host-clock excess over events that draws a warning
   double host_gap_fraction = 0.5;       ///< ... when also above this fraction of the event time
+                                        ///< (only where the worker measured no null call)
+  /// Host time (less the null call's) beyond the event time that is judged as
+  /// work hidden from the timed stream: more than max(fraction·events, ms).
+  double hidden_work_fraction = 0.10;
+  double hidden_work_ms = 0.020;
 };
 
 struct Tolerance {
@@ -40,6 +45,10 @@ Tolerance KernelBenchTolerance(const std::string& dtype);
 
 /// Machine epsilon of a dtype name (float32, bfloat16, float16, float64).
 double DtypeEpsilon(const std::string& dtype);
+
+/// The reason a reply's `tampered` list (functions the candidate replaced)
+/// gives, or "" when the list is absent or empty.
+std::string TamperReason(const Json& reply);
 
 /// Judges an `evaluate` reply's checks. Returns the reasons the candidate is
 /// wrong, most important first; empty means correct.

@@ -151,5 +151,109 @@ TEST(Verdict, HostClockFarAboveEventsWarns) {
   EXPECT_NE(std::get<Measured>(o).warnings[0].find("outside the timed stream"), std::string::npos);
 }
 
+TEST(Verdict, TamperingIsIncorrect) {
+  Json r = Reply(Out(2e-8, 3e-8));
+  r["tampered"] = Json::array();
+  EXPECT_TRUE(JudgeChecks(r, OneOutput(), {}).empty());  // an empty list is no tampering
+  r["tampered"] = {"torch.cuda.synchronize", "time.perf_counter"};
+  auto reasons = JudgeChecks(r, OneOutput(), {});
+  ASSERT_FALSE(reasons.empty());
+  EXPECT_EQ(reasons[0],
+            "the candidate replaced torch.cuda.synchronize, time.perf_counter; timing cannot be trusted");
+
+  Json t = TimeReply({1, 1, 1}, {1.02, 1.02, 1.02}, {2, 2, 2});
+  t["tampered"] = {"torch.cuda.Event.elapsed_time"};
+  Outcome o = JudgeTiming(t, OneOutput(), {});
+  ASSERT_TRUE(std::holds_alternative<Incorrect>(o));
+  EXPECT_NE(std::get<Incorrect>(o).reasons[0].find("replaced torch.cuda.Event.elapsed_time"), std::string::npos);
+}
+
+TEST(Verdict, NonExactTensorOutputIsIncorrect) {
+  Json out = Out(2e-8, 3e-8);
+  out["exact_tensor"] = true;
+  EXPECT_TRUE(JudgeChecks(Reply(out), OneOutput(), {}).empty());
+  out["exact_tensor"] = false;
+  auto reasons = JudgeChecks(Reply(out), OneOutput(), {});
+  ASSERT_EQ(reasons.size(), 1u);
+  EXPECT_NE(reasons[0].find("not a plain torch.Tensor"), std::string::npos);
+}
+
+TEST(Verdict, RerunDifferenceBeyondTheAllowanceIsIncorrect) {
+  Json out = Out(2e-8, 3e-8);
+  out["rerun_rel_diff"] = 0.0;
+  EXPECT_TRUE(JudgeChecks(Reply(out), OneOutput(), {}).empty());
+  out["rerun_rel_diff"] = 1e-7;  // atomics reordering: within the allowance (64 eps)
+  EXPECT_TRUE(JudgeChecks(Reply(out), OneOutput(), {}).empty());
+  out["rerun_rel_diff"] = 0.3;
+  auto reasons = JudgeChecks(Reply(out), OneOutput(), {});
+  ASSERT_EQ(reasons.size(), 1u);
+  EXPECT_NE(reasons[0].find("changes between runs on the same inputs"), std::string::npos);
+  // Under KernelBench's rule the allowance is the dtype's rtol.
+  VerifyPolicy kb;
+  kb.tolerance = TolerancePolicy::kKernelBench;
+  out["rerun_rel_diff"] = 5e-5;
+  EXPECT_TRUE(JudgeChecks(Reply(out), OneOutput(), kb).empty());
+  out["rerun_rel_diff"] = 5e-3;
+  EXPECT_FALSE(JudgeChecks(Reply(out), OneOutput(), kb).empty());
+  // Integer outputs must repeat exactly.
+  Json ints = Out(0, 0);
+  ints["dtype"] = "int64";
+  ints["rerun_rel_diff"] = 1e-9;
+  EXPECT_FALSE(JudgeChecks(Reply(ints), OneOutput("int64"), {}).empty());
+}
+
+Json WithNull(Json reply, double null_ms, size_t n = 3) {
+  reply["null_host_ms"] = std::vector<double>(n, null_ms);
+  return reply;
+}
+
+TEST(Verdict, WorkOutsideTheTimedStreamIsIncorrect) {
+  // Events 0.05 ms, host 2.0 ms, an empty call costs 0.03 ms on the host:
+  // 1.92 ms of the call ran where the events did not see it.
+  Outcome o = JudgeTiming(WithNull(TimeReply({0.05, 0.05, 0.05}, {2.0, 2.0, 2.0}, {1, 1, 1}), 0.03), OneOutput(), {});
+  ASSERT_TRUE(std::holds_alternative<Incorrect>(o));
+  EXPECT_NE(std::get<Incorrect>(o).reasons[0].find("1.92 ms of the call ran outside the timed stream"),
+            std::string::npos);
+  // Events below the hard floor (the kernel ran on a non-blocking stream):
+  // the specific reason wins over "cannot be real".
+  auto b = OneOutput();
+  b.hard_floor_ms = 1.0;
+  o = JudgeTiming(WithNull(TimeReply({0.05, 0.05, 0.05}, {2.0, 2.0, 2.0}, {1, 1, 1}), 0.03), b, {});
+  ASSERT_TRUE(std::holds_alternative<Incorrect>(o));
+  EXPECT_NE(std::get<Incorrect>(o).reasons[0].find("outside the timed stream"), std::string::npos);
+}
+
+TEST(Verdict, HostOverheadExplainedByTheNullCallIsFine) {
+  // Host 1.05 = events 1.0 + the null call's 0.05: nothing hidden.
+  Outcome o = JudgeTiming(WithNull(TimeReply({1, 1, 1}, {1.05, 1.05, 1.05}, {2, 2, 2}), 0.05), OneOutput(), {});
+  ASSERT_TRUE(std::holds_alternative<Measured>(o));
+  EXPECT_DOUBLE_EQ(std::get<Measured>(o).time_ms.median, 1.0);
+  EXPECT_TRUE(std::get<Measured>(o).warnings.empty());
+  // A small excess (within max(10%, 20 us)) is allowed but ranks by the host
+  // clock: time = max(events, host - null).
+  o = JudgeTiming(WithNull(TimeReply({1, 1, 1}, {1.13, 1.13, 1.13}, {2, 2, 2}), 0.05), OneOutput(), {});
+  ASSERT_TRUE(std::holds_alternative<Measured>(o));
+  EXPECT_NEAR(std::get<Measured>(o).time_ms.median, 1.08, 1e-12);
+  // Short kernels: the 20 us absolute slack applies (10% of 0.01 ms is 1 us).
+  o = JudgeTiming(WithNull(TimeReply({0.01, 0.01, 0.01}, {0.055, 0.055, 0.055}, {2, 2, 2}), 0.03), OneOutput(), {});
+  ASSERT_TRUE(std::holds_alternative<Measured>(o));
+  o = JudgeTiming(WithNull(TimeReply({0.01, 0.01, 0.01}, {0.075, 0.075, 0.075}, {2, 2, 2}), 0.03), OneOutput(), {});
+  EXPECT_TRUE(std::holds_alternative<Incorrect>(o));
+}
+
+TEST(Verdict, MissingIntegrityFieldsMeanNotMeasured) {
+  // Replies recorded before these fields existed: no tampering, no rerun, no
+  // null call: judged as before (the host gap is a warning, not a failure).
+  EXPECT_TRUE(JudgeChecks(Reply(Out(2e-8, 3e-8)), OneOutput(), {}).empty());
+  Outcome o = JudgeTiming(TimeReply({0.05, 0.05, 0.05}, {2.0, 2.0, 2.0}, {1, 1, 1}), OneOutput(), {});
+  EXPECT_TRUE(std::holds_alternative<Measured>(o));
+  // A cpu worker (host clock only) with a null call: judged by the host clock.
+  Json cpu{{"samples", {{"candidate", {{"event_ms", Json::array()}, {"host_ms", {1.0, 1.0, 1.0}}}}}},
+           {"null_host_ms", {0.001, 0.001, 0.001}}};
+  o = JudgeTiming(cpu, OneOutput(), {});
+  ASSERT_TRUE(std::holds_alternative<Measured>(o));
+  EXPECT_DOUBLE_EQ(std::get<Measured>(o).time_ms.median, 1.0);
+}
+
 }  // namespace
 }  // namespace kopt
