@@ -67,6 +67,27 @@ TEST(Cli, EvalOnCpuGivesEachCandidateItsVerdict) {
   EXPECT_NE(r.r.out.find("verdict    correct"), std::string::npos) << r.r.out;
 }
 
+TEST(Cli, EvalOnCpuRejectsIntegrityCheats) {
+  // The CPU-runnable cheats of tests/adversarial, on a small task: each is
+  // rejected with its own reason, end to end (worker facts + C++ verdict).
+  auto py = [](const std::string& f) { return (testing::SourceDir() / "python/tests/data" / f).string(); };
+  auto json = (testing::ScratchDir("cli-adv") / "eval.json").string();
+  KoptRun r = Kopt({"eval", py("linear_relu.py"), py("adv_patch_sync.py"), py("adv_patch_clock.py"),
+                    py("adv_lazy_subclass.py"), py("adv_flaky.py"), "--device", "cpu", "--max-seconds", "0.2",
+                    "--json", json});
+  ASSERT_FALSE(r.r.timed_out) << r.all();
+  Json j = ReadJsonFile(json);
+  ASSERT_EQ(j["records"].size(), 4u) << r.all();
+  const char* expect[] = {"replaced torch.cuda.synchronize; timing cannot be trusted",
+                          "replaced time.perf_counter", "not a plain torch.Tensor",
+                          "changes between runs on the same inputs"};
+  for (size_t i = 0; i < 4; ++i) {
+    const Json& o = j["records"][i]["outcome"];
+    EXPECT_EQ(o["verdict"], "incorrect") << o.dump(2);
+    EXPECT_NE(o.value("reasons", Json::array()).dump().find(expect[i]), std::string::npos) << o.dump(2);
+  }
+}
+
 TEST(Cli, BenchWithoutGpuSaysSoAndCompilesSolutions) {
   if (testing::HaveGpu()) GTEST_SKIP() << "this machine has a GPU";
   KoptRun r = Kopt({"bench", (testing::SourceDir() / "tests/data/cli").string()});
