@@ -1,0 +1,129 @@
+#include "diagnose/diagnose.h"
+
+#include <algorithm>
+
+namespace kopt {
+namespace {
+
+std::string BaseName(const std::string& name) {
+  std::string s = name.substr(0, name.find('('));
+  if (s.rfind("void ", 0) == 0) s = s.substr(5);
+  return s;
+}
+
+}  // namespace
+
+bool SameKernel(const std::string& ncu_name, const StaticKernel& k) {
+  if (ncu_name == k.kernel || ncu_name == k.demangled) return true;
+  std::string base = BaseName(ncu_name);
+  return !base.empty() && (base == BaseName(k.demangled) || base == k.kernel);
+}
+
+DiagnosisReport DiagnoseProfile(const NcuReport& ncu, const StaticReport& static_report,
+                                const ProfileContext& ctx, const ToolRegistry& registry,
+                                const Thresholds& thresholds, const RooflineThresholds& roofline) {
+  DiagnosisReport report;
+  if (!ncu.ok()) report.notes.push_back("no ncu profile: " + ncu.error);
+  report.notes.insert(report.notes.end(), static_report.notes.begin(), static_report.notes.end());
+  const double calls = std::max(1, ctx.calls_profiled);
+
+  // Group launches by kernel name, in first-launch order.
+  std::vector<std::string> names;
+  std::map<std::string, std::vector<const NcuKernel*>> launches;
+  for (const auto& k : ncu.kernels) {
+    if (!launches.count(k.name)) names.push_back(k.name);
+    launches[k.name].push_back(&k);
+  }
+
+  double kernel_ms_per_call = 0, dram_bytes_per_call = 0;
+  int launches_per_call = 0;
+  for (const auto& name : names) {
+    KernelFindings f;
+    f.kernel = name;
+    f.launches = static_cast<int>(launches[name].size());
+    double total_ns = 0;
+    for (const NcuKernel* k : launches[name]) total_ns += MetricOr(k->metrics, metric::kDuration);
+    Metrics merged;
+    for (const NcuKernel* k : launches[name]) {
+      double w = total_ns > 0 ? MetricOr(k->metrics, metric::kDuration) / total_ns : 1.0 / f.launches;
+      AccumulateMetrics(&merged, k->metrics, w);
+    }
+    f.mean_ms = total_ns / 1e6 / f.launches;
+    kernel_ms_per_call += total_ns / 1e6 / calls;
+    dram_bytes_per_call += MetricOr(merged, metric::kDramBytes) / calls;
+    launches_per_call += f.launches;
+
+    RooflineInput rin;
+    rin.ceilings = ctx.ceilings;
+    rin.sm_count = ctx.device.sm_count;
+    rin.time_ms = f.mean_ms;
+    rin.dram_bytes = MetricOr(merged, metric::kDramBytes) / f.launches;
+    rin.metrics = merged;
+    f.roofline = ClassifyRoofline(rin, roofline);
+
+    AnalysisInput in;
+    in.kernel = name;
+    in.metrics = std::move(merged);
+    in.device = ctx.device;
+    in.roofline = f.roofline;
+    in.thresholds = &thresholds;
+    if (names.size() == 1) {  // one kernel does all the work of the call
+      in.min_bytes = ctx.min_bytes;
+      in.flops = ctx.flops;
+      in.matrix_flops = ctx.matrix_flops;
+    }
+    for (const auto& sk : static_report.kernels) {
+      if (!SameKernel(name, sk)) continue;
+      if (sk.sass) in.sass = sk.sass;
+      if (sk.resources) in.resources = sk.resources;
+      break;
+    }
+    f.diagnoses = RunTools(registry, in);
+    report.kernels.push_back(std::move(f));
+  }
+  launches_per_call = static_cast<int>(launches_per_call / calls);
+  std::stable_sort(report.kernels.begin(), report.kernels.end(),
+                   [](const KernelFindings& a, const KernelFindings& b) {
+                     return a.mean_ms * a.launches > b.mean_ms * b.launches;
+                   });
+
+  RooflineInput call;
+  call.ceilings = ctx.ceilings;
+  call.sm_count = ctx.device.sm_count;
+  call.time_ms = ctx.time_ms > 0 ? ctx.time_ms : kernel_ms_per_call;
+  call.kernel_ms = kernel_ms_per_call;
+  call.dram_bytes = dram_bytes_per_call;
+  call.min_bytes = ctx.min_bytes;
+  call.flops = ctx.flops_by_precision;
+  if (report.kernels.size() == 1) call.metrics = MergeLaunches(ncu);
+  report.call = ClassifyRoofline(call, roofline);
+
+  // Call-level tools see the call's figures only, so kernel tools stay quiet.
+  AnalysisInput in;
+  in.kernel = "(call)";
+  in.device = ctx.device;
+  in.roofline = report.call;
+  in.thresholds = &thresholds;
+  in.time_ms = call.time_ms;
+  in.host_ms = ctx.host_ms;
+  in.kernel_ms = kernel_ms_per_call;
+  in.kernel_launches = launches_per_call;
+  report.call_diagnoses = RunTools(registry, in);
+  return report;
+}
+
+Json ToJson(const DiagnosisReport& report) {
+  Json kernels = Json::array();
+  for (const auto& k : report.kernels) {
+    Json ds = Json::array();
+    for (const auto& d : k.diagnoses) ds.push_back(ToJson(d));
+    kernels.push_back(Json{{"kernel", k.kernel}, {"launches", k.launches}, {"mean_ms", k.mean_ms},
+                           {"roofline", ToJson(k.roofline)}, {"diagnoses", ds}});
+  }
+  Json call = Json::array();
+  for (const auto& d : report.call_diagnoses) call.push_back(ToJson(d));
+  return Json{{"call", ToJson(report.call)}, {"call_diagnoses", call},
+              {"kernels", kernels}, {"notes", report.notes}};
+}
+
+}  // namespace kopt
