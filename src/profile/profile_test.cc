@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <sstream>
+
 #include "build/ptxas_report.h"
 #include "core/json.h"
 #include "core/subprocess.h"
@@ -57,6 +59,16 @@ TEST(Metrics, KoptListHasTheStallFamily) {
   EXPECT_NE(std::find(list.begin(), list.end(),
                       "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"),
             list.end());
+}
+
+TEST(Metrics, RecordScriptListMatchesKoptList) {
+  // tests/data/ncu/metrics.txt is what record.sh passes to ncu --metrics.
+  std::vector<std::string> listed;
+  std::istringstream in(Data("ncu/metrics.txt"));
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] != '#') listed.push_back(line);
+  }
+  EXPECT_EQ(listed, KoptNcuMetrics());
 }
 
 // ---------------------------------------------------------------------------
