@@ -214,6 +214,15 @@ TEST(Sass, SharedObjectDumpWithMangledNames) {
   EXPECT_GT(dbl->mix.dfma, 0);
 }
 
+TEST(Sass, HopperWarpgroupMma) {
+  auto fs = ParseSass(Data("sass/wgmma_sm90a.sass"));
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].name, "wgmma_tile");
+  EXPECT_EQ(fs[0].arch, "sm_90a");
+  EXPECT_EQ(fs[0].mix.tensor_mma, 1);
+  EXPECT_EQ(fs[0].opcodes.at("HGMMA.64x8x16.F32"), 1);
+}
+
 TEST(Sass, GarbageParsesToNothing) {
   EXPECT_TRUE(ParseSass("").empty());
   EXPECT_TRUE(ParseSass("nvcc fatal: nothing here\n").empty());
