@@ -78,3 +78,35 @@ def test_existing_defences_still_report(worker):
     assert any(c["inputs_mutated"] for c in r["checks"])
     r = evaluate(worker, "linear_relu_alias.py")
     assert any(o["aliases_input"] for c in r["checks"] for o in c["outputs"])
+
+
+def test_timed_calls_are_audited_against_the_reference(worker):
+    r = evaluate(worker, "linear_relu_ok.py", timing=TIMING)
+    audit = r["timing"]["timing_audit"]
+    assert audit is not None and audit["outputs"][0]["vs_ref64"]["rel_l2"] < 1e-5
+    # A result replayed by input address is stale once the contents changed.
+    r = evaluate(worker, "adv_cache_pointer.py", timing=TIMING)
+    out = r["timing"]["timing_audit"]["outputs"][0]
+    assert out["vs_ref64"]["rel_l2"] > 1e-4, out
+
+
+def test_inputs_change_between_timed_calls(tmp_path):
+    from conftest import Worker
+
+    log = tmp_path / "cache.log"
+    w = Worker(env={"KOPT_TEST_CACHE_LOG": str(log)})
+    try:
+        timing = dict(TIMING, warmup_ms=0)
+        t = w.call("time", task=data("linear_relu.py"), candidate=hybrid("adv_cache_content.py"), timing=timing)
+        assert t["ok"], t
+        n = len(t["samples"]["candidate"]["host_ms"])
+        lines = log.read_text().split()
+        # Warm-up (2 calls: the first plus one more) may hit; every timed call misses.
+        assert lines.count("miss") >= n and lines.count("hit") <= 2, lines
+        assert t["timing_audit"]["outputs"][0]["vs_ref64"]["rel_l2"] < 1e-5
+        log.write_text("")
+        t = w.call("time", task=data("linear_relu.py"), candidate=hybrid("adv_cache_content.py"),
+                   timing=dict(timing, refresh_inputs=False))
+        assert log.read_text().split().count("hit") >= n  # without the refresh the cache wins
+    finally:
+        w.close()

@@ -172,6 +172,19 @@ Outcome JudgeTiming(const Json& reply, const TaskBundle& bundle, const VerifyPol
   const Json& cand = samples["candidate"];
   if (cand.contains("error")) return Crashed{"candidate_error", cand.value("error", "")};
   if (std::string t = TamperReason(reply); !t.empty()) return Incorrect{{t}};
+  if (reply.contains("timing_audit") && reply["timing_audit"].is_object()) {
+    // One more call on a timed input set whose contents changed, as before
+    // every timed call: the timed calls must compute the answer too.
+    std::vector<std::string> reasons;
+    const Json outs = reply["timing_audit"].value("outputs", Json::array());
+    for (size_t i = 0; i < outs.size(); ++i) JudgeOutput(i, outs[i], bundle, policy, &reasons);
+    if (!reasons.empty()) {
+      for (auto& r : reasons)
+        r += " (in the timed calls: a timed input set whose contents changed between calls; a result cached from "
+             "an earlier call would be stale)";
+      return Incorrect{reasons};
+    }
+  }
   Measured m;
   m.time_ms = Summarize(Doubles(cand.value("event_ms", Json::array())));
   m.host_ms = Summarize(Doubles(cand.value("host_ms", Json::array())));

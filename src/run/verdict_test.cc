@@ -241,6 +241,18 @@ TEST(Verdict, HostOverheadExplainedByTheNullCallIsFine) {
   EXPECT_TRUE(std::holds_alternative<Incorrect>(o));
 }
 
+TEST(Verdict, TimedCallAuditMustBeCorrect) {
+  Json t = TimeReply({1, 1, 1}, {1.02, 1.02, 1.02}, {2, 2, 2});
+  t["timing_audit"] = {{"seed", 1000}, {"input_set", 0}, {"outputs", {Out(2e-8, 3e-8)}}};
+  EXPECT_TRUE(std::holds_alternative<Measured>(JudgeTiming(t, OneOutput(), {})));
+  t["timing_audit"]["outputs"][0] = Out(2e-2, 3e-8);  // a stale, replayed result
+  Outcome o = JudgeTiming(t, OneOutput(), {});
+  ASSERT_TRUE(std::holds_alternative<Incorrect>(o));
+  EXPECT_NE(std::get<Incorrect>(o).reasons[0].find("in the timed calls"), std::string::npos);
+  t["timing_audit"] = nullptr;  // not measured
+  EXPECT_TRUE(std::holds_alternative<Measured>(JudgeTiming(t, OneOutput(), {})));
+}
+
 TEST(Verdict, MissingIntegrityFieldsMeanNotMeasured) {
   // Replies recorded before these fields existed: no tampering, no rerun, no
   // null call: judged as before (the host gap is a warning, not a failure).

@@ -40,11 +40,12 @@ for line in open(os.path.join(out, "list")):
     i = int(line.split("\t")[0])
     c = cases[i]
     path = os.path.join(out, f"{i}.json")
-    verdict, reason = "no result", ""
+    verdict, reason, speedup = "no result", "", None
     if os.path.exists(path):
         rec = json.load(open(path))["records"][0]["outcome"]
         verdict = rec.get("verdict", "?")
         reason = " | ".join(rec.get("reasons") or []) or rec.get("summary", "")
+        speedup = rec.get("speedup_vs_eager")
     else:
         log = open(os.path.join(out, f"{i}.log")).read().strip().splitlines()
         reason = log[-1] if log else ""
@@ -52,6 +53,9 @@ for line in open(os.path.join(out, "list")):
     if isinstance(phrases, str):
         phrases = [phrases] if phrases else []
     ok = verdict == c["expect"] and (not phrases or any(p in reason for p in phrases))
+    if ok and "max_speedup" in c and speedup is not None and speedup >= c["max_speedup"]:
+        ok = False
+        reason = f"speed-up {speedup:.3g}x >= {c['max_speedup']}x: the cheat paid; " + reason
     status = "PASS" if ok else ("OPEN" if c.get("defended", True) is False else "MISS")
     misses += status == "MISS"
     rows.append((c["attack"], verdict, reason, status))
