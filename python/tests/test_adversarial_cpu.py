@@ -110,3 +110,12 @@ def test_inputs_change_between_timed_calls(tmp_path):
         assert log.read_text().split().count("hit") >= n  # without the refresh the cache wins
     finally:
         w.close()
+
+
+def test_patching_kopt_itself_is_reported(worker):
+    r = evaluate(worker, "adv_patch_harness.py", timing=TIMING)
+    assert "kopt.integrity.ORIG.synchronize" in r["tampered"], r["tampered"]
+    assert "kopt.device.Device.timer" in r["tampered"]
+    host = r["timing"]["samples"]["candidate"]["host_ms"]
+    assert host and all(v > 1e-5 for v in host)  # the real timer ran
+    assert evaluate(worker, "linear_relu_ok.py")["tampered"] == []
