@@ -165,6 +165,7 @@ class ProcessWorker : public WorkerChannel {
         po.env["TORCH_EXTENSIONS_DIR"] = (options_.cache_dir / "torch_extensions").string();
     }
     std::string tried;
+    std::string startup_failure;  // a Python with torch that could not open the device
     for (const std::string& python : PythonCandidates()) {
       auto t0 = std::chrono::steady_clock::now();
       std::vector<std::string> argv = {python};
@@ -186,12 +187,17 @@ class ProcessWorker : public WorkerChannel {
             if (!options_.sandbox_dir.empty()) CheckSandbox(msg.contains("sandbox") ? msg["sandbox"] : Json());
             return "";
           }
+          if (msg.value("event", "") == "startup_failed" && msg.contains("error") && msg["error"].is_object())
+            startup_failure = msg["error"].value("message", "");
         } catch (const Json::parse_error&) {
         }
       }
       child_.Kill();
       tried += python + ": " + LastLines(child_.StderrTail(), 2) + "; ";
     }
+    if (!startup_failure.empty())
+      return "the evaluation worker started but could not open " + options_.device + " (" + startup_failure +
+             "): check that `python3 -c 'import torch; print(torch.cuda.is_available())'` prints True.";
     return "could not start the evaluation worker (" + tried +
            "): install PyTorch for python3 or set KOPT_PYTHON to a Python that has it.";
   }

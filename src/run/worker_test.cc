@@ -80,6 +80,22 @@ TEST(ProcessWorker, PrewarmStartsInBackground) {
   EXPECT_EQ(worker->starts(), 1);
 }
 
+TEST(ProcessWorker, DeviceThatCannotOpenIsNamed) {
+  auto dir = testing::ScratchDir("fakeworker-nodev");
+  auto path = dir / "fake-python";
+  std::ofstream(path) << "#!/bin/sh\necho '{\"event\":\"startup_failed\",\"error\":{\"kind\":\"internal\","
+                         "\"message\":\"torch.cuda is not available\",\"fatal\":true}}'\nexit 2\n";
+  ::chmod(path.c_str(), 0755);
+  auto worker = MakeProcessWorker(Options(path.string()));
+  try {
+    worker->Call(Json{{"op", "hello"}}, 5);
+    FAIL() << "expected kopt::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("could not open cpu (torch.cuda is not available)"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ProcessWorker, MissingPythonIsOneClearSentence) {
   auto worker = MakeProcessWorker(Options("/nonexistent/python3"));
   try {
