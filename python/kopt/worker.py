@@ -149,6 +149,14 @@ def serve(device_spec: str, sandbox_opts: Optional[dict] = None) -> int:
         # the checks use, before any candidate can be imported.
         from . import integrity
 
+        # torch._dynamo rebinds torch.manual_seed when first imported, which
+        # kopt's own capture (flop counter, profiler), torch.compile baselines
+        # and honest candidates all trigger; import it now so the saved
+        # references are the ones that stay.
+        try:
+            import torch._dynamo  # noqa: F401
+        except Exception:  # noqa: BLE001  (absent on old torch builds)
+            pass
         integrity.install()
         try:
             from . import flags

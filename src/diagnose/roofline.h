@@ -46,6 +46,9 @@ struct RooflineThresholds {
   double max_gpu_busy_fraction = 0.6;
   double small_grid_max_waves = 0.5;
   double min_sol_pct = 60;
+  /// DRAM % at least this share of L2 %: the L2 traffic is DRAM's passing
+  /// through, so DRAM (not L2) is the memory roof.
+  double dram_share_of_l2 = 0.7;
 };
 
 /// Reads data/diagnose/roofline.json; throws kopt::Error naming the file when

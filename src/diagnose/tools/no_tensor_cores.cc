@@ -19,20 +19,25 @@ class NoTensorCores : public AnalysisTool {
     }
     Diagnosis d;
     d.evidence["matrix_flop_fraction"] = in.matrix_flops / in.flops;
-    // Executed tensor instructions (ncu) win over the static SASS count.
-    auto hmma = GetMetric(in.metrics, metric::kTensorHmmaInst);
-    auto gmma = GetMetric(in.metrics, metric::kTensorGmmaInst);
+    // The SASS is the ground truth: on the H200 the executed-HMMA counter is
+    // not zero for kernels with no MMA at all (one per warp in a plain copy,
+    // tests/data/ncu/h200_raw_page.csv), so the counter is only read without
+    // SASS, and then as a share of the FFMA work.
     double ffma = 0;
-    if (hmma || gmma) {
-      if (hmma.value_or(0) + gmma.value_or(0) > 0) return std::nullopt;
-      d.evidence["tensor_instructions_executed"] = 0;
-      ffma = MetricOr(in.metrics, metric::kFfmaThreadInst);
-      d.evidence[metric::kFfmaThreadInst] = ffma;
-    } else if (in.sass) {
+    if (in.sass) {
       if (in.sass->mix.tensor_mma > 0) return std::nullopt;
       d.evidence["sass_tensor_mma"] = 0;
       ffma = in.sass->mix.ffma;
       d.evidence["sass_ffma"] = ffma;
+    } else if (auto hmma = GetMetric(in.metrics, metric::kTensorHmmaInst)) {
+      double tensor = *hmma + MetricOr(in.metrics, metric::kTensorGmmaInst);
+      ffma = MetricOr(in.metrics, metric::kFfmaThreadInst);
+      // Warp-level tensor instructions against thread-level FFMAs / 32.
+      if (tensor > in.thresholds->Get(name(), "max_tensor_per_ffma_warp_inst") * ffma / 32) {
+        return std::nullopt;
+      }
+      d.evidence[metric::kTensorHmmaInst] = *hmma;
+      d.evidence[metric::kFfmaThreadInst] = ffma;
     } else {
       return std::nullopt;
     }

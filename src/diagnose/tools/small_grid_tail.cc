@@ -14,6 +14,13 @@ class SmallGridTail : public AnalysisTool {
   bool AppliesTo(BoundClass) const override { return true; }
   std::optional<Diagnosis> Run(const AnalysisInput& in) const override {
     auto waves = GetMetric(in.metrics, metric::kWaves);
+    // ncu prints waves to two decimals: a few blocks read 0.00. Blocks per
+    // SM then bound it from above.
+    if ((!waves || *waves <= 0) && in.device.sm_count > 0) {
+      if (auto grid = GetMetric(in.metrics, metric::kGridSize); grid && *grid > 0) {
+        waves = *grid / in.device.sm_count;
+      }
+    }
     if (!waves || *waves <= 0) return std::nullopt;
     Diagnosis d;
     d.evidence[metric::kWaves] = *waves;

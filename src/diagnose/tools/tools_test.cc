@@ -256,6 +256,10 @@ TEST(NoTensorCores, FiresOnFfmaMatmul) {
   in.matrix_flops = 1.37e11;
   auto d = MakeNoTensorCoresTool()->Run(in);
   ExpectWellFormed(d, "no_tensor_cores");
+  // The H200's executed-HMMA counter reads one per warp even without any MMA
+  // (tests/data/ncu/h200_raw_page.csv): noise next to the FFMA work.
+  in.metrics[metric::kTensorHmmaInst] = 524288;
+  ExpectWellFormed(MakeNoTensorCoresTool()->Run(in), "no_tensor_cores");
 }
 
 TEST(NoTensorCores, FiresFromSassAlone) {

@@ -15,34 +15,55 @@ class UncoalescedGlobal : public AnalysisTool {
     return IsMemoryBound(b) || b == BoundClass::kLatency;
   }
   std::optional<Diagnosis> Run(const AnalysisInput& in) const override {
-    auto sectors = GetMetric(in.metrics, metric::kGlobalLdSectors);
-    auto requests = GetMetric(in.metrics, metric::kGlobalLdRequests);
-    if (!sectors || !requests || *requests < in.thresholds->Get(name(), "min_requests")) {
-      return std::nullopt;
+    // Loads and stores each: a warp of 32 threads each moving W bytes needs W
+    // sectors (32 B each) per request when coalesced; W comes from the SASS
+    // when we have it. The worse of the two is reported.
+    struct Side {
+      const char* what;
+      const char* sectors_metric;
+      const char* requests_metric;
+      const WidthCounts* widths;
+    };
+    const Side sides[] = {
+        {"loads", metric::kGlobalLdSectors, metric::kGlobalLdRequests,
+         in.sass ? &in.sass->mix.global_loads : nullptr},
+        {"stores", metric::kGlobalStSectors, metric::kGlobalStRequests,
+         in.sass ? &in.sass->mix.global_stores : nullptr}};
+    const Side* worst = nullptr;
+    double worst_excess = 0, per_request = 0, ideal = 0, sectors = 0, requests = 0;
+    for (const Side& side : sides) {
+      auto s = GetMetric(in.metrics, side.sectors_metric);
+      auto r = GetMetric(in.metrics, side.requests_metric);
+      if (!s || !r || *r < in.thresholds->Get(name(), "min_requests")) continue;
+      double width_bytes = 4;
+      if (side.widths && side.widths->Total() > 0) {
+        const auto& by_bits = side.widths->by_bits;
+        auto widest = std::max_element(by_bits.begin(), by_bits.end(),
+                                       [](auto& a, auto& b) { return a.second < b.second; });
+        width_bytes = widest->first / 8.0;
+      }
+      double excess = (*s / *r) / width_bytes;
+      if (excess > worst_excess) {
+        worst_excess = excess;
+        worst = &side;
+        per_request = *s / *r;
+        ideal = width_bytes;
+        sectors = *s;
+        requests = *r;
+      }
     }
-    // A warp of 32 threads each loading W bytes needs W sectors (32 B each)
-    // when coalesced; the width comes from the SASS when we have it.
-    double width_bytes = 4;
-    if (in.sass && in.sass->mix.global_loads.Total() > 0) {
-      const auto& by_bits = in.sass->mix.global_loads.by_bits;
-      auto widest = std::max_element(by_bits.begin(), by_bits.end(),
-                                     [](auto& a, auto& b) { return a.second < b.second; });
-      width_bytes = widest->first / 8.0;
-    }
-    double per_request = *sectors / *requests;
-    double ideal = width_bytes;
-    if (per_request <= ideal * in.thresholds->Get(name(), "max_excess")) return std::nullopt;
+    if (!worst || worst_excess <= in.thresholds->Get(name(), "max_excess")) return std::nullopt;
     Diagnosis d;
-    d.evidence = {{metric::kGlobalLdSectors, *sectors},
-                  {metric::kGlobalLdRequests, *requests},
+    d.evidence = {{worst->sectors_metric, sectors},
+                  {worst->requests_metric, requests},
                   {"sectors_per_request", per_request},
                   {"ideal_sectors_per_request", ideal}};
     d.estimated_gain = std::min(1 - ideal / per_request, in.thresholds->Get(name(), "max_gain"));
     d.advice = fmt::format(
-        "Global loads fetch {:.1f} sectors per request where {:.0f} would do: neighbouring threads "
-        "read addresses far apart. Make threadIdx.x walk the contiguous dimension, or stage the "
-        "tile through shared memory and read it transposed.",
-        per_request, ideal);
+        "Global {} touch {:.1f} sectors per request where {:.0f} would do: neighbouring threads "
+        "access addresses far apart. Make threadIdx.x walk the contiguous dimension, or stage the "
+        "tile through shared memory and access it transposed.",
+        worst->what, per_request, ideal);
     d.suggested_moves = {"coalesce_global_access", "stage_through_shared_memory", "transpose_layout"};
     return Finish(*this, in, std::move(d));
   }

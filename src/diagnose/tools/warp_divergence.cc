@@ -18,8 +18,12 @@ class WarpDivergence : public AnalysisTool {
     auto threads = GetMetric(in.metrics, metric::kThreadsPerInst);
     auto uniform = GetMetric(in.metrics, metric::kBranchUniformPct);
     if (!threads && !uniform) return std::nullopt;
+    // Threads per instruction decides when ncu gave it. Branch uniformity is
+    // 0 for a kernel with no divergent-capable branch at all (H200 recording),
+    // so alone it counts only when positive.
     bool low_threads = threads && *threads < in.thresholds->Get(name(), "min_threads_per_inst");
-    bool low_uniform = uniform && *uniform < in.thresholds->Get(name(), "min_branch_uniform_pct");
+    bool low_uniform = !threads && uniform && *uniform > 0 &&
+                       *uniform < in.thresholds->Get(name(), "min_branch_uniform_pct");
     if (!low_threads && !low_uniform) return std::nullopt;
     Diagnosis d;
     if (threads) d.evidence[metric::kThreadsPerInst] = *threads;

@@ -70,7 +70,11 @@ class WarpStalls : public AnalysisTool {
  public:
   std::string name() const override { return "warp_stalls"; }
   bool AppliesTo(BoundClass b) const override {
-    return b != BoundClass::kLaunchHost && b != BoundClass::kSmallGrid;
+    // Under a DRAM or L2 roof, long-scoreboard stalls are the roof itself
+    // (every streaming kernel on the H200 shows them); stalls explain a kernel
+    // only when no unit is saturated, or in the SM (shared memory, pipes).
+    return b == BoundClass::kLatency || b == BoundClass::kMemoryL1Shared ||
+           b == BoundClass::kComputeFp32 || b == BoundClass::kComputeTensor;
   }
   std::optional<Diagnosis> Run(const AnalysisInput& in) const override {
     // Cycles per issued instruction by reason; else PC-sampling counts.

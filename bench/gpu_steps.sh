@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Runs named measurement steps on a GPU machine, each under its own time
+# limit, and packs everything measured so far into one archive after every
+# step (so a run cut short still returns what it finished).
+#
+#   bench/gpu_steps.sh OUT_ARCHIVE STEP[:SECONDS] ...
+#
+# Steps: env, ncu_record, repeat, bench_solutions, bench_all, adversarial,
+#        zoo, gpu_tests, sandbox. The kopt binary is $KOPT (default build/kopt);
+# test binaries are looked up beside it ($KOPT_TESTS, default build/tests).
+# Results go to $W (default /tmp/kopt-gpu-steps)/<step>/.
+set -u
+archive=$1; shift
+K=${KOPT:-build/kopt}
+T=${KOPT_TESTS:-build/tests}
+W=${W:-/tmp/kopt-gpu-steps}
+mkdir -p "$W"
+export KOPT_ROOT=${KOPT_ROOT:-$PWD}
+export KOPT_CACHE=${KOPT_CACHE:-$PWD/.kopt/cache}
+export PYTHONUNBUFFERED=1
+
+solution_tasks_regex() {  # every task with a shipped solution, as one regex
+  for s in tasks/*/solutions/*; do
+    stem=$(basename "$s"); stem=${stem%.*}
+    echo "$(basename "$(dirname "$(dirname "$s")")")/$stem"
+  done | sort -u | paste -sd'|' -
+}
+
+task_of() {  # tasks/<level>/solutions/<stem>[_variant].<ext> -> the task file
+  local dir stem t
+  dir=$(dirname "$(dirname "$1")"); stem=$(basename "$1"); stem=${stem%.*}
+  for t in "$dir"/*.py; do
+    case "$stem" in "$(basename "$t" .py)"*) echo "$t"; return ;; esac
+  done
+}
+
+step_env() {
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,persistence_mode --format=csv
+  ncu --version | tail -1; nvcc --version | tail -1
+  python3 -c 'import torch; print("torch", torch.__version__)'
+}
+step_ncu_record() {
+  tests/data/ncu/record.sh && cp tests/data/ncu/h200_* "$1"/
+}
+step_repeat() {
+  S2V_SOLUTIONS="${S2V_SOLUTIONS:-tasks/level1/solutions/04_softmax.cu tasks/level1/solutions/13_argmax.cu tasks/level1/solutions/30_var_mean.cu}" \
+  REPEAT_COUNT=${REPEAT_COUNT:-3} INLINE_SOLUTIONS=${INLINE_SOLUTIONS-} \
+  REPEAT_SOLUTIONS="${REPEAT_SOLUTIONS:-tasks/level1/solutions/01_relu.cu tasks/level1/solutions/04_softmax.cu tasks/level1/solutions/06_layernorm.cu tasks/level1/solutions/14_maxpool2d.cu tasks/level1/solutions/24_matvec.cu}" \
+    bench/figures.sh "$K" "$1"
+}
+step_bench_solutions() {
+  "$K" bench tasks --filter "$(solution_tasks_regex)" --no-compile --max-seconds 0.4 --json "$1/bench.json"
+}
+step_bench_all() {
+  "$K" bench tasks --max-seconds 0.4 --json "$1/bench.json"
+}
+step_adversarial() {
+  KOPT="$K" tests/adversarial/run.sh --max-seconds 0.5
+}
+step_zoo() {
+  KOPT="$K" tests/profile_zoo/run.sh "$1"
+}
+step_gpu_tests() {
+  for t in "$T"/gpu_*_test; do [ -x "$t" ] && "$t" --gtest_brief=1; done
+  (cd python && python3 -m pytest -q tests/test_gpu.py)
+}
+step_sandbox() {
+  "$K" eval tasks/level1/01_relu.py tasks/level1/solutions/01_relu.cu tasks/level1/solutions/01_relu.cu --sandbox --max-seconds 0.3
+  for s in tasks/*/solutions/*.py; do
+    "$K" eval "$(task_of "$s")" "$s" --sandbox --max-seconds 0.3
+  done
+}
+
+export K T W
+export -f solution_tasks_regex task_of $(declare -F | awk '$3 ~ /^step_/ {print $3}')
+for spec in "$@"; do
+  name=${spec%%:*}; limit=${spec#*:}; [ "$limit" = "$spec" ] && limit=300
+  mkdir -p "$W/$name"
+  t0=$(date +%s.%N)
+  # timeout signals the step's whole process group (workers included).
+  timeout -k 10 "$limit" bash -c "step_$name \"\$1\"" _ "$W/$name" > "$W/$name/log.txt" 2>&1
+  rc=$?
+  printf "%s rc=%s %s s\n" "$name" "$rc" "$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")" | tee -a "$W/steps.txt"
+  tar -czf "$archive.tmp" -C "$W" . && mv "$archive.tmp" "$archive"
+done
