@@ -134,7 +134,7 @@ def output_entry(cand: Optional[torch.Tensor], ref: torch.Tensor, ref64: Optiona
         "dtype_ok": cand is not None and cand.dtype == ref.dtype,
         "nan": 0, "inf": 0, "poison_left": poison, "aliases_input": aliases,
         "vs_ref32": None, "vs_ref64": None, "ref32_vs_ref64": None,
-        "ref_max_abs": max_abs(ref),
+        "ref_max_abs": max_abs(ref), "ref_shape": list(ref.shape),
     }
     if cand is not None:
         e["nan"], e["inf"] = count_nan_inf(cand)
@@ -153,3 +153,15 @@ def extra_output_entry(cand: torch.Tensor) -> dict:
     return {"shape": list(cand.shape), "dtype": dtype_name(cand.dtype), "shape_ok": False, "dtype_ok": False,
             "nan": nan, "inf": inf, "poison_left": 0, "aliases_input": False, "vs_ref32": None,
             "vs_ref64": None, "ref32_vs_ref64": None, "ref_max_abs": None, "extra": True}
+
+
+def add_lowp(entry: dict, lowp, i: int, ref64: Optional[torch.Tensor], precision: str) -> None:
+    """Adds `reflowp_vs_ref64`: how far a reference whose matrix operands were
+    rounded to the contract's precision (kopt.contract.forward_lowp) is from
+    the float64 truth. Nothing under a strict contract."""
+    if lowp is None or ref64 is None or i >= len(lowp) or not isinstance(lowp[i], torch.Tensor):
+        return
+    if tuple(lowp[i].shape) != tuple(ref64.shape):
+        return
+    entry["reflowp_vs_ref64"] = compare(lowp[i], ref64)
+    entry["precision"] = precision

@@ -6,11 +6,12 @@ from typing import Any, List, Optional
 
 import torch
 
-from . import checks
-from .errors import BadRequest, CandidateRunError, TaskLoadError
+from . import checks, contract
+from .errors import BadRequest, CandidateLoadError, CandidateRunError, TaskLoadError
 from .inputs import bitwise_equal, clone_args, make_inputs, nbytes, overlaps
 from .integrity import ORIG, Ledger, exact_tensor, plain
-from .tasks import CudaCandidate, forward_arg_names, get_reference, load_candidate, poison_left
+from .tasks import (CudaCandidate, HybridCandidate, Reference, forward_arg_names, get_reference, load_candidate,
+                    poison_left)
 from .timing import parse_timing, run_timing
 
 SHAPE_PROBE_SEED_OFFSET = 7919
@@ -23,9 +24,13 @@ def _tolerances(req: dict):
     return float(tol.get("atol", 1e-2)), float(tol.get("rtol", 1e-2))
 
 
-def _ref_forward(ref, pristine, seed):
+def _ref_forward(ref, pristine, seed, recorder=None):
+    args = clone_args(pristine)
     try:
-        return ref.forward(clone_args(pristine), seed)
+        if recorder is None:
+            return ref.forward(args, seed)
+        with recorder:
+            return ref.forward(args, seed)
     except Exception as e:
         raise TaskLoadError(f"Model forward failed: {type(e).__name__}: {e}", e) from e
 
@@ -38,9 +43,9 @@ def run_evaluate(req: dict, device) -> dict:
         raise BadRequest("`candidate` must be an object")
     atol, rtol = _tolerances(req)
     timing_cfg = parse_timing(req["timing"]) if req.get("timing") else None
+    terms = contract.parse(req.get("contract"))
     init_seed = int(req.get("init_seed", 42))
     task, ref = get_reference(req.get("task"), device.torch_device, init_seed)
-    dev = device.torch_device
 
     ledger = Ledger()
     t0 = ORIG.perf_counter()
@@ -49,23 +54,103 @@ def run_evaluate(req: dict, device) -> dict:
     load_ms = (ORIG.perf_counter() - t0) * 1e3
     ledger.check()
 
+    want64 = bool(req.get("fp64", True))
+    # Torch operators are recorded for hybrids only: a cuda candidate's .so
+    # cannot reach torch's dispatcher.
+    record = terms["record_ops"] and not isinstance(cand, CudaCandidate)
+    ops = {"candidate": {}, "reference": {}, "candidate_forwards": 0} if record else None
+    if record and contract.OpRecorder is None:
+        ops["error"] = "this torch has no TorchDispatchMode"
+        record = False
+    run = _Run(task, ref, cand, device, ledger, atol, rtol, want64, terms["precision"], ops if record else None)
     if isinstance(cand, CudaCandidate):
+        run.set_output_specs(seeds[0])
+    check_list = [run.check(seed, rerun=seed == seeds[0]) for seed in seeds]
+
+    if terms["second_shape"]:
+        check_list.append(_second_shape(req, terms, seeds[0], device, ledger, atol, rtol, want64, cand,
+                                        ops if record else None))
+
+    reply: dict = {"checks": check_list, "load_ms": load_ms, "tampered": ledger.names,
+                   "weights_copied": bool(getattr(cand, "weights_copied", False))}
+    if ops is not None:
+        reply["torch_ops"] = ops
+    if want64 and ref.model64_error:
+        reply["ref64_failure"] = ref.model64_error
+    if timing_cfg is not None:
+        timing_cfg.setdefault("precision", terms["precision"])
+        reply["timing"] = run_timing(timing_cfg, task, ref, cand, device, ledger)
+    reply["tampered"] = list(ledger.names)
+    return reply
+
+
+def _second_shape(req, terms, seed, device, ledger, atol, rtol, want64, first_cand, ops) -> dict:
+    """One more check, candidate first, on inputs made with the contract's
+    second shape (module-level integers of the task overridden). A hybrid is
+    constructed again from the same module with the new init inputs."""
+    shape = terms["second_shape"]
+    where = contract.describe_shape(shape)
+    task2 = contract.task_variant(req.get("task"), shape)
+    ref2 = Reference(task2, device.torch_device, int(req.get("init_seed", 42)))
+    if isinstance(first_cand, CudaCandidate):
+        cand2 = CudaCandidate(req["candidate"].get("so"), ref2, device)
+    else:
+        try:
+            cand2 = HybridCandidate(req["candidate"].get("path"), ref2, module=first_cand.module)
+        except CandidateLoadError as e:
+            raise CandidateLoadError(f"on the contract's second shape ({where}): {e}", e.cause) from e
+    ledger.check()
+    run = _Run(task2, ref2, cand2, device, ledger, atol, rtol, want64, terms["precision"], ops)
+    try:
+        if isinstance(cand2, CudaCandidate):
+            run.set_output_specs(seed)
+        check = run.check(seed, rerun=False, order="candidate_first")
+    except CandidateRunError as e:
+        raise CandidateRunError(f"on the contract's second shape ({where}): {e}", e.cause) from e
+    check["second_shape"] = dict(shape)
+    del run, cand2, ref2
+    device.empty_cache()
+    return check
+
+
+class _Run:
+    """Checks one candidate against one reference, seed by seed."""
+
+    def __init__(self, task, ref, cand, device, ledger, atol, rtol, want64, precision, ops):
+        self.task, self.ref, self.cand, self.device, self.ledger = task, ref, cand, device, ledger
+        self.atol, self.rtol, self.want64, self.precision, self.ops = atol, rtol, want64, precision, ops
+
+    def set_output_specs(self, seed: int) -> None:
         # Output shapes/dtypes for the candidate's buffers, from a reference
         # run on other inputs than any checked seed.
-        probe_seed = seeds[0] + SHAPE_PROBE_SEED_OFFSET
-        probe = make_inputs(task, probe_seed, dev)
-        outs = _ref_forward(ref, probe, probe_seed)
-        cand.set_output_specs(outs)
+        probe_seed = seed + SHAPE_PROBE_SEED_OFFSET
+        probe = make_inputs(self.task, probe_seed, self.device.torch_device)
+        outs = _ref_forward(self.ref, probe, probe_seed)
+        self.cand.set_output_specs(outs)
         del outs, probe
-        device.empty_cache()
+        self.device.empty_cache()
 
-    want64 = bool(req.get("fp64", True))
-    check_list = []
-    for seed in seeds:
-        args = make_inputs(task, seed, dev)
+    def _run_candidate(self, args, seed):
+        with contract.recording(self.ops is not None) as rec:
+            outs = self.cand.run(args, seed)
+        if rec.ops is not None:
+            _merge(self.ops["candidate"], rec.ops)
+            self.ops["candidate_forwards"] = self.ops.get("candidate_forwards", 0) + 1
+        return outs
+
+    def _run_reference(self, pristine, seed):
+        rec = contract.recording(self.ops is not None and not self.ops["reference"])
+        outs = _ref_forward(self.ref, pristine, seed, rec if rec.ops is not None else None)
+        if rec.ops:
+            _merge(self.ops["reference"], rec.ops)
+        return outs
+
+    def check(self, seed: int, rerun: bool, order: Optional[str] = None) -> dict:
+        cand, ref, device = self.cand, self.ref, self.device
+        args = make_inputs(self.task, seed, device.torch_device)
         arg_names = forward_arg_names(ref.model, len(args))
         pristine = clone_args(args)
-        order = "candidate_first" if seed % 2 else "reference_first"
+        order = order or ("candidate_first" if seed % 2 else "reference_first")
         cand_outs: Optional[List[torch.Tensor]] = None
         ref_outs: Optional[List[torch.Tensor]] = None
         cand_ms = None
@@ -73,14 +158,14 @@ def run_evaluate(req: dict, device) -> dict:
             if step == "candidate":
                 device.sync()
                 c0 = ORIG.perf_counter()
-                cand_outs = cand.run(args, seed)
+                cand_outs = self._run_candidate(args, seed)
                 device.sync()
                 cand_ms = (ORIG.perf_counter() - c0) * 1e3
-                ledger.check()  # before any check runs a torch function
+                self.ledger.check()  # before any check runs a torch function
                 exact = [exact_tensor(o) for o in cand_outs]
                 cand_outs = [o if ok else plain(o) for o, ok in zip(cand_outs, exact)]
             else:
-                ref_outs = _ref_forward(ref, pristine, seed)
+                ref_outs = self._run_reference(pristine, seed)
                 device.sync()
             device.empty_cache()
 
@@ -95,9 +180,10 @@ def run_evaluate(req: dict, device) -> dict:
         if not isinstance(cand, CudaCandidate):
             alias_targets += [t for t in cand.model.parameters()] + [t for t in cand.model.buffers()]
 
-        ref64 = ref.forward64(clone_args(pristine), seed) if want64 else None
+        ref64 = ref.forward64(clone_args(pristine), seed) if self.want64 else None
         if ref64 is not None and len(ref64) != len(ref_outs):
             ref64 = None
+        lowp = contract.forward_lowp(ref, clone_args(pristine), seed, self.precision) if ref64 is not None else None
 
         outputs = []
         for i in range(max(len(ref_outs), len(cand_outs))):
@@ -113,27 +199,24 @@ def run_evaluate(req: dict, device) -> dict:
                 r64 = None
             poison = poison_left(c) if (isinstance(cand, CudaCandidate) and c is not None) else 0
             aliases = c is not None and any(overlaps(c, a) for a in alias_targets)
-            outputs.append(checks.output_entry(c, r, r64, atol, rtol, poison, aliases))
+            outputs.append(checks.output_entry(c, r, r64, self.atol, self.rtol, poison, aliases))
             outputs[-1]["exact_tensor"] = exact[i] if i < len(exact) else True
-        if seed == seeds[0]:
-            diffs = _rerun(cand, pristine, seed, cand_outs, device, ledger)
+            checks.add_lowp(outputs[-1], lowp, i, r64, self.precision)
+        if rerun:
+            diffs = _rerun(cand, pristine, seed, cand_outs, device, self.ledger)
             for e, d in zip(outputs, diffs):
                 e["rerun_rel_diff"] = d
         check = {"seed": seed, "order": order, "inputs_mutated": bool(mutated_names),
                  "mutated_inputs": mutated_names, "outputs": outputs, "candidate_ms": cand_ms,
                  "n_outputs": len(cand_outs), "n_ref_outputs": len(ref_outs)}
-        check_list.append(check)
-        del args, pristine, cand_outs, ref_outs, ref64
+        del args, pristine, cand_outs, ref_outs, ref64, lowp
         device.empty_cache()
+        return check
 
-    reply: dict = {"checks": check_list, "load_ms": load_ms, "tampered": ledger.names,
-                   "weights_copied": bool(getattr(cand, "weights_copied", False))}
-    if want64 and ref.model64_error:
-        reply["ref64_failure"] = ref.model64_error
-    if timing_cfg is not None:
-        reply["timing"] = run_timing(timing_cfg, task, ref, cand, device, ledger)
-    reply["tampered"] = list(ledger.names)
-    return reply
+
+def _merge(into: dict, ops: dict) -> None:
+    for k, v in ops.items():
+        into[k] = into.get(k, 0) + v
 
 
 RERUN_GARBAGE_SEED = 1234567

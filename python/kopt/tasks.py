@@ -275,11 +275,13 @@ def poison_left(t: torch.Tensor) -> int:
 class HybridCandidate:
     kind = "hybrid"
 
-    def __init__(self, path: str, ref: Reference):
+    def __init__(self, path: str, ref: Reference, module=None):
+        """Imports the file (or reuses `module`, already imported: a second
+        ModelNew for another shape) and builds ModelNew for `ref`."""
         if not isinstance(path, str) or not path:
             raise BadRequest("hybrid candidate needs `path`")
         try:
-            self.module = _load_module(os.path.realpath(path), "cand")
+            self.module = module if module is not None else _load_module(os.path.realpath(path), "cand")
         except (Exception, SystemExit) as e:
             raise CandidateLoadError(f"candidate {path} failed to import: {type(e).__name__}: {e}", e) from e
         if not hasattr(self.module, "ModelNew"):

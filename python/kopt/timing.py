@@ -296,6 +296,12 @@ def _audit(cfg, ref, candidate, sets, k, rng, device, ledger) -> dict:
     ref64 = ref.forward64(clone_args(pristine), seed)
     if ref64 is not None and len(ref64) != len(ref_outs):
         ref64 = None
+    precision = cfg.get("precision") or "strict"
+    lowp = None
+    if ref64 is not None and precision != "strict":
+        from .contract import forward_lowp
+
+        lowp = forward_lowp(ref, clone_args(pristine), seed, precision)
     entries = []
     for i, r in enumerate(ref_outs):
         c = outs[i] if i < len(outs) else None
@@ -307,9 +313,10 @@ def _audit(cfg, ref, candidate, sets, k, rng, device, ledger) -> dict:
         poison = poison_left(c) if (isinstance(candidate, CudaCandidate) and c is not None) else 0
         e = checks.output_entry(c, r, r64, tol, tol, poison, False)
         e["exact_tensor"] = exact
+        checks.add_lowp(e, lowp, i, r64, precision)
         entries.append(e)
     # The set keeps its refreshed contents; the candidate's outputs are dropped.
-    del outs, ref_outs, ref64, pristine
+    del outs, ref_outs, ref64, pristine, lowp
     device.empty_cache()
     return {"seed": seed, "input_set": idx, "outputs": entries}
 

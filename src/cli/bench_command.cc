@@ -15,6 +15,7 @@ namespace {
 
 struct BenchArgs {
   CommonOptions common;
+  ContractOverrides contract;  ///< on top of each task's own contract file
   std::string dir = "tasks";
   std::string filter;
   bool compile = true;
@@ -115,6 +116,15 @@ int RunBench(const BenchArgs& a) {
     if (bundle.compile_ms) base.compile_ms = bundle.compile_ms->median;
     if (bundle.floor_ms > 0) base.floor_ms = bundle.floor_ms;
     base.flags = bundle.flags;
+    try {
+      opt.contract = ResolveContract(task, a.contract);
+    } catch (const Error& e) {
+      base.verdict = "task error";
+      base.reason = e.what();
+      rows.push_back(base);
+      save();
+      continue;
+    }
     std::vector<Candidate> sols = FindSolutions(task);
     if (sols.empty()) {
       base.verdict = "no solution";
@@ -177,6 +187,7 @@ void AddBenchCommand(CLI::App* app, int* exit_code) {
   cmd->add_flag("!--no-compile", args->compile, "Skip torch.compile baselines (they take a while to compile)");
   cmd->add_option("--json", args->json_out, "Write the results to this file (updated after every row)");
   cmd->add_option("--max-seconds", args->max_seconds, "Timing budget per contender")->capture_default_str();
+  AddContractOptions(cmd, &args->contract);
   AddCommonOptions(cmd, &args->common);
   cmd->callback([args, exit_code] { *exit_code = RunBench(*args); });
 }

@@ -22,6 +22,23 @@ void AddCommonOptions(CLI::App* app, CommonOptions* o) {
   app->add_flag("-v,--verbose", o->verbose, "Print progress details");
 }
 
+void AddContractOptions(CLI::App* app, ContractOverrides* o) {
+  app->add_option("--contract", o->file,
+                  "Contract file to use instead of the task's <stem>.contract.json (docs/verification.md)");
+  app->add_option("--precision", o->precision,
+                  "Precision the candidate may use: strict (fp32, default), tf32 or bf16 matrix operands")
+      ->check(CLI::IsMember({"strict", "tf32", "bf16"}));
+  app->add_flag("--forbid-torch-ops", o->forbid_torch_ops,
+                "The candidate may call no torch compute operator (nor the task's Model): allocation, views and "
+                "copies only");
+  app->add_flag("--allow-torch-ops", o->allow_torch_ops, "Allow torch operators even where the contract file forbids them");
+  app->add_option("--second-shape", o->second_shape,
+                  "NAME=VALUE: also verify with this module-level integer of the task overridden (repeatable; "
+                  "e.g. batch_size=8193)")
+      ->allow_extra_args(false)
+      ->delimiter(',');
+}
+
 bool WantsGpuButNoneVisible(const CommonOptions& o) {
   return o.device.rfind("cuda", 0) == 0 && !HaveCudaDevice();
 }

@@ -27,6 +27,10 @@ struct CommonOptions {
 /// a subcommand.
 void AddCommonOptions(CLI::App* app, CommonOptions* options);
 
+/// Adds the contract's overrides (--contract, --precision,
+/// --forbid-torch-ops, --allow-torch-ops, --second-shape) to a subcommand.
+void AddContractOptions(CLI::App* app, ContractOverrides* overrides);
+
 /// The builder, worker and evaluator for one command invocation.
 struct Context {
   std::filesystem::path repo_root;

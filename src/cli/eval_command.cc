@@ -12,6 +12,7 @@ namespace {
 
 struct EvalArgs {
   CommonOptions common;
+  ContractOverrides contract;
   std::string task;
   std::vector<std::string> candidates;
   std::string tolerance = "calibrated";
@@ -33,8 +34,9 @@ std::string BuildLine(const EvalRecord& r) {
   return s;
 }
 
-void PrintRecord(const EvalRecord& r, const TaskBundle& bundle) {
+void PrintRecord(const EvalRecord& r, const TaskBundle& bundle, const Contract& contract) {
   fmt::print("task       {}\n", r.task_name);
+  fmt::print("contract   {}\n", DescribeContract(contract));
   fmt::print("candidate  {} ({})\n", r.candidate_name, r.candidate_kind);
   fmt::print("build      {}\n", BuildLine(r));
   for (const auto& note : bundle.flag_notes) fmt::print("task flag  {}\n", note);
@@ -75,6 +77,7 @@ void PrintRecord(const EvalRecord& r, const TaskBundle& bundle) {
 
 int RunEval(const EvalArgs& a) {
   Task task = LoadTask(a.task);
+  Contract contract = ResolveContract(task, a.contract);
   std::vector<Candidate> cands;
   for (const auto& path : a.candidates) cands.push_back(LoadCandidate(path));
   if (WantsGpuButNoneVisible(a.common))
@@ -84,6 +87,7 @@ int RunEval(const EvalArgs& a) {
   EvalOptions opt;
   if (a.tolerance == "kernelbench") opt.policy.tolerance = TolerancePolicy::kKernelBench;
   opt.seeds = a.seeds;
+  opt.contract = contract;
   opt.time_compile = a.compile;
   opt.timing["max_seconds"] = a.max_seconds;
   opt.verify_timeout_s = a.timeout_s;
@@ -96,7 +100,7 @@ int RunEval(const EvalArgs& a) {
   for (size_t i = 0; i < cands.size(); ++i) {
     if (i) fmt::print("\n");
     EvalRecord rec = ctx.evaluator->Evaluate(task, bundle, cands[i], opt);
-    PrintRecord(rec, bundle);
+    PrintRecord(rec, bundle, contract);
     failed += !std::holds_alternative<Measured>(rec.outcome);
     records.push_back(ToJson(rec));
     if (!a.json_out.empty())  // after every candidate: nothing finished is lost
@@ -126,6 +130,7 @@ void AddEvalCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--timeout", args->timeout_s, "Seconds verification may take before the candidate counts as hung")
       ->capture_default_str();
   cmd->add_option("--json", args->json_out, "Write the full records (every sample) to this file");
+  AddContractOptions(cmd, &args->contract);
   AddCommonOptions(cmd, &args->common);
   cmd->callback([args, exit_code] { *exit_code = RunEval(*args); });
 }

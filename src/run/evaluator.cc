@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "run/static_check.h"
 
 namespace kopt {
 namespace fs = std::filesystem;
@@ -33,6 +34,14 @@ std::string Tail(const std::string& s, size_t n = 1500) {
                           what, task.name, detail));
 }
 
+// What the worker needs of the contract: the precision to emulate, whether
+// to record torch operators, the second shape.
+Json WorkerContract(const Contract& c) {
+  Json shape = Json::object();
+  for (const auto& [k, v] : c.second_shape) shape[k] = v;
+  return Json{{"precision", PrecisionName(c.precision)}, {"record_ops", !c.torch_ops}, {"second_shape", shape}};
+}
+
 Json CandidateRef(const Candidate& c, const std::optional<BuildResult>& build) {
   if (c.kind == CandidateKind::kCuda) return Json{{"kind", "cuda"}, {"so", build ? build->so_path.string() : ""}};
   return Json{{"kind", "hybrid"}, {"path", c.path.string()}};
@@ -57,6 +66,7 @@ Json ToJson(const EvalRecord& r) {
          {"time_s", r.time_s},
          {"source_to_verdict_s", r.source_to_verdict_s},
          {"floor_ms", r.floor_ms}};
+  if (!r.contract.is_null()) j["contract"] = r.contract;
   if (r.build) j["build"] = ToJson(*r.build);
   if (!r.checks.is_null()) j["checks"] = r.checks;
   if (!r.timing.is_null()) j["timing"] = r.timing;
@@ -180,6 +190,7 @@ EvalRecord Evaluator::Evaluate(const Task& task, const TaskBundle& bundle, const
   rec.candidate_name = candidate.name;
   rec.candidate_kind = CandidateKindName(candidate.kind);
   rec.floor_ms = bundle.floor_ms;
+  rec.contract = ToJson(options.contract);
   auto t0 = std::chrono::steady_clock::now();
   worker_->Prewarm();  // the worker starts while nvcc runs
 
@@ -203,6 +214,7 @@ EvalRecord Evaluator::Evaluate(const Task& task, const TaskBundle& bundle, const
                                      {"seeds", options.seeds},
                                      {"kernelbench_tol", {{"atol", tol.atol}, {"rtol", tol.rtol}}},
                                      {"fp64", options.policy.tolerance == TolerancePolicy::kCalibrated},
+                                     {"contract", WorkerContract(options.contract)},
                                      {"timing", nullptr}},
                                 options.verify_timeout_s +
                                     (candidate.kind == CandidateKind::kHybrid ? options.hybrid_load_timeout_s : 0));
@@ -214,7 +226,10 @@ EvalRecord Evaluator::Evaluate(const Task& task, const TaskBundle& bundle, const
     return rec;
   }
   rec.checks = v.body;
-  std::vector<std::string> reasons = JudgeChecks(v.body, bundle, options.policy);
+  std::vector<std::string> reasons = JudgeChecks(v.body, bundle, options.policy, options.contract);
+  // The static layer, after the mechanism's reasons: the source itself says
+  // it calls what the contract forbids.
+  for (auto& r : StaticContractReasons(candidate, bundle, options.contract)) reasons.push_back(std::move(r));
   rec.source_to_verdict_s = rec.build_s + rec.verify_s;
   if (!reasons.empty()) {
     rec.outcome = Incorrect{reasons};
@@ -225,6 +240,7 @@ EvalRecord Evaluator::Evaluate(const Task& task, const TaskBundle& bundle, const
   if (options.time_compile) contenders.push_back("compile");
   timing["contenders"] = contenders;
   if (!timing.contains("energy")) timing["energy"] = true;
+  timing["precision"] = PrecisionName(options.contract.precision);  // the audit's allowance
   auto tt = std::chrono::steady_clock::now();
   WorkerReply t = worker_->Call(
       Json{{"op", "time"}, {"task", task.path.string()}, {"candidate", cand}, {"timing", timing}},
@@ -235,7 +251,7 @@ EvalRecord Evaluator::Evaluate(const Task& task, const TaskBundle& bundle, const
     return rec;
   }
   rec.timing = t.body;
-  rec.outcome = JudgeTiming(t.body, bundle, options.policy);
+  rec.outcome = JudgeTiming(t.body, bundle, options.policy, options.contract);
   return rec;
 }
 

@@ -20,6 +20,7 @@ namespace kopt {
 
 struct EvalOptions {
   VerifyPolicy policy;
+  Contract contract;  ///< the task's (docs/verification.md, "Contract")
   std::vector<int> seeds = {11, 12, 13};
   bool time_compile = false;      ///< also time torch.compile, interleaved
   Json timing = Json::object();   ///< overrides of the worker's TIMING fields
@@ -44,6 +45,7 @@ struct EvalRecord {
   /// (now, or in this process's prebuild) plus verification.
   double source_to_verdict_s = 0;
   double floor_ms = 0;
+  Json contract;  ///< the contract the candidate was judged under
   Json checks;   ///< the worker's raw evaluate reply
   Json timing;   ///< the worker's raw time reply (all samples)
 };

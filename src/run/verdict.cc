@@ -27,7 +27,7 @@ std::string Shape(const Json& j) {
 
 // Judges one output of one seed; appends reasons.
 void JudgeOutput(size_t index, const Json& out, const TaskBundle& bundle, const VerifyPolicy& policy,
-                 std::vector<std::string>* reasons) {
+                 const Contract& contract, std::vector<std::string>* reasons) {
   std::string name = bundle.outputs.size() > 1 ? fmt::format("output {}", index) : "the output";
   if (out.contains("exact_tensor") && out["exact_tensor"].is_boolean() && !out["exact_tensor"].get<bool>())
     reasons->push_back(fmt::format(
@@ -35,7 +35,9 @@ void JudgeOutput(size_t index, const Json& out, const TaskBundle& bundle, const 
         "timer stopped, or differ from what it reports",
         name));
   if (!out.value("shape_ok", false)) {
-    std::string expect = index < bundle.outputs.size() ? Shape(Json(bundle.outputs[index].shape)) : "?";
+    std::string expect = out.contains("ref_shape") && out["ref_shape"].is_array() ? Shape(out["ref_shape"])
+                         : index < bundle.outputs.size()                          ? Shape(Json(bundle.outputs[index].shape))
+                                                                                  : "?";
     reasons->push_back(fmt::format("{} has shape {} but the reference has {}", name,
                                    Shape(out.value("shape", Json::array())), expect));
     return;
@@ -60,7 +62,18 @@ void JudgeOutput(size_t index, const Json& out, const TaskBundle& bundle, const 
   std::string dtype = index < bundle.outputs.size() ? bundle.outputs[index].dtype : "float32";
   const Json& vs32 = out.contains("vs_ref32") ? out["vs_ref32"] : Json();
   const Json& vs64 = out.contains("vs_ref64") ? out["vs_ref64"] : Json();
-  const Json& ref = out.contains("ref32_vs_ref64") ? out["ref32_vs_ref64"] : Json();
+  Json ref = out.contains("ref32_vs_ref64") ? out["ref32_vs_ref64"] : Json();
+  // A contract allowing TF32 or bf16 matrix operands: the reference's own
+  // error is the larger of the fp32 reference's and that of the reference
+  // with its matrix operands rounded to that precision (the worker's
+  // `reflowp_vs_ref64`): the allowance a TF32 (bf16) reference would get.
+  std::string lowp_note;
+  if (contract.precision != Precision::kStrict && ref.is_object() && out.contains("reflowp_vs_ref64") &&
+      out["reflowp_vs_ref64"].is_object()) {
+    const Json& lp = out["reflowp_vs_ref64"];
+    for (const char* k : {"rel_l2", "max_abs"}) ref[k] = std::max(NumberOr(ref, k), NumberOr(lp, k));
+    lowp_note = fmt::format(" (as a {} reference; the contract allows it)", PrecisionName(contract.precision));
+  }
 
   // Determinism: the same inputs run twice (the worker scribbles over freed
   // memory in between) must agree within the accuracy allowance; atomics'
@@ -98,15 +111,18 @@ void JudgeOutput(size_t index, const Json& out, const TaskBundle& bundle, const 
   double rel = NumberOr(vs64, "rel_l2", 1e300), abs_err = NumberOr(vs64, "max_abs", 1e300);
   if (rel > allowed_rel) {
     reasons->push_back(fmt::format(
-        "{} is off by {:.3g} (relative L2) against the float64 truth; allowed {:.3g}, the fp32 reference itself "
-        "is off by {:.3g}{}",
-        name, rel, allowed_rel, NumberOr(ref, "rel_l2"),
-        rel < 3e-2 ? " (looks like reduced precision or a different algorithm)" : ""));
+        "{} is off by {:.3g} (relative L2) against the float64 truth; allowed {:.3g}, the reference itself "
+        "is off by {:.3g}{}{}",
+        name, rel, allowed_rel, NumberOr(ref, "rel_l2"), lowp_note,
+        rel >= 3e-2 ? ""
+        : contract.precision == Precision::kStrict
+            ? " (looks like reduced precision or a different algorithm; the contract is strict fp32)"
+            : " (looks like lower precision than the contract allows, or a different algorithm)"));
   } else if (abs_err > allowed_abs) {
     reasons->push_back(fmt::format(
-        "{} has an element off by {:.3g} against the float64 truth; allowed {:.3g} (the fp32 reference's "
-        "worst is {:.3g})",
-        name, abs_err, allowed_abs, NumberOr(ref, "max_abs")));
+        "{} has an element off by {:.3g} against the float64 truth; allowed {:.3g} (the reference's "
+        "worst is {:.3g}{})",
+        name, abs_err, allowed_abs, NumberOr(ref, "max_abs"), lowp_note));
   }
 }
 
@@ -137,13 +153,46 @@ std::string TamperReason(const Json& reply) {
   return fmt::format("the candidate replaced {}; timing cannot be trusted", names);
 }
 
-std::vector<std::string> JudgeChecks(const Json& reply, const TaskBundle& bundle, const VerifyPolicy& policy) {
+std::string TorchOpsReason(const Json& reply, const Contract& contract) {
+  if (contract.torch_ops || !reply.is_object() || !reply.contains("torch_ops") || !reply["torch_ops"].is_object())
+    return "";
+  const Json& ops = reply["torch_ops"];
+  const Json cand = ops.value("candidate", Json::object());
+  const Json ref = ops.value("reference", Json::object());
+  double forwards = std::max(1.0, NumberOr(ops, "candidate_forwards", 1));
+  std::vector<std::string> shared, other;
+  for (const auto& [name, count] : cand.items()) {
+    if (!IsTorchOp(name) || IsStructuralTorchOp(name)) continue;
+    std::string item = fmt::format("{} ({:.3g} call(s) per forward)", name, NumberOr(cand, name.c_str()) / forwards);
+    (ref.contains(name) ? shared : other).push_back(item);
+  }
+  if (shared.empty() && other.empty()) return "";
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (size_t i = 0; i < v.size() && i < 6; ++i) s += (i ? ", " : "") + v[i];
+    if (v.size() > 6) s += fmt::format(" and {} more", v.size() - 6);
+    return s;
+  };
+  std::string s = "the contract forbids torch operators (allocation, views and copies only), but the candidate called ";
+  if (!shared.empty()) s += join(shared) + ", which the reference itself uses: it calls the reference's operator (or Model) instead of implementing it";
+  if (!shared.empty() && !other.empty()) s += "; and ";
+  if (!other.empty()) s += join(other);
+  return s;
+}
+
+std::vector<std::string> JudgeChecks(const Json& reply, const TaskBundle& bundle, const VerifyPolicy& policy,
+                                     const Contract& contract) {
   std::vector<std::string> reasons;
   if (std::string t = TamperReason(reply); !t.empty()) reasons.push_back(t);
+  if (std::string t = TorchOpsReason(reply, contract); !t.empty()) reasons.push_back(t);
   const Json checks = reply.value("checks", Json::array());
   if (checks.empty()) return {"the worker returned no checks"};
   for (const auto& check : checks) {
     std::vector<std::string> seed_reasons;
+    // A check on the contract's second shape (module-level sizes overridden).
+    std::string shape;
+    if (check.contains("second_shape") && check["second_shape"].is_object())
+      for (const auto& [k, v] : check["second_shape"].items()) shape += fmt::format("{}{}={}", shape.empty() ? "" : " ", k, v.dump());
     if (check.value("inputs_mutated", false))
       seed_reasons.push_back("the candidate modified its inputs (or parameters) during the call");
     const Json outs = check.value("outputs", Json::array());
@@ -151,11 +200,19 @@ std::vector<std::string> JudgeChecks(const Json& reply, const TaskBundle& bundle
       seed_reasons.push_back(fmt::format("the candidate returned {} output(s) but the reference returns {}",
                                          outs.size(), bundle.outputs.size()));
     else
-      for (size_t i = 0; i < outs.size(); ++i) JudgeOutput(i, outs[i], bundle, policy, &seed_reasons);
+      for (size_t i = 0; i < outs.size(); ++i) JudgeOutput(i, outs[i], bundle, policy, contract, &seed_reasons);
     for (auto& r : seed_reasons) {
-      std::string tagged = fmt::format("{} (seed {}, {})", r, check.value("seed", -1),
-                                       check.value("order", "") == "candidate_first" ? "candidate ran first"
-                                                                                     : "reference ran first");
+      std::string where = fmt::format("seed {}, {}", check.value("seed", -1),
+                                      check.value("order", "") == "candidate_first" ? "candidate ran first"
+                                                                                    : "reference ran first");
+      std::string tagged;
+      if (shape.empty()) {
+        tagged = fmt::format("{} ({})", r, where);
+      } else {
+        tagged = fmt::format("on the contract's second shape ({}): {} ({}){}", shape, r, where,
+                             reasons.empty() ? "; it passed on the task's own shape, so it likely hard-codes the shape"
+                                             : "");
+      }
       // Keep one reason per distinct problem: the first seed that shows it.
       bool seen = std::any_of(reasons.begin(), reasons.end(),
                               [&](const std::string& x) { return x.rfind(r, 0) == 0; });
@@ -165,7 +222,8 @@ std::vector<std::string> JudgeChecks(const Json& reply, const TaskBundle& bundle
   return reasons;
 }
 
-Outcome JudgeTiming(const Json& reply, const TaskBundle& bundle, const VerifyPolicy& policy) {
+Outcome JudgeTiming(const Json& reply, const TaskBundle& bundle, const VerifyPolicy& policy,
+                    const Contract& contract) {
   const Json samples = reply.value("samples", Json::object());
   if (!samples.contains("candidate")) return Crashed{"internal", "the worker returned no candidate timings"};
   const Json& cand = samples["candidate"];
@@ -176,7 +234,7 @@ Outcome JudgeTiming(const Json& reply, const TaskBundle& bundle, const VerifyPol
     // every timed call: the timed calls must compute the answer too.
     std::vector<std::string> reasons;
     const Json outs = reply["timing_audit"].value("outputs", Json::array());
-    for (size_t i = 0; i < outs.size(); ++i) JudgeOutput(i, outs[i], bundle, policy, &reasons);
+    for (size_t i = 0; i < outs.size(); ++i) JudgeOutput(i, outs[i], bundle, policy, contract, &reasons);
     if (!reasons.empty()) {
       for (auto& r : reasons)
         r += " (in the timed calls: a timed input set whose contents changed between calls; a result cached from "

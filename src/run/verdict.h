@@ -7,6 +7,7 @@
 #include "core/json.h"
 #include "core/outcome.h"
 #include "task/bundle.h"
+#include "task/contract.h"
 
 namespace kopt {
 
@@ -50,13 +51,21 @@ double DtypeEpsilon(const std::string& dtype);
 /// gives, or "" when the list is absent or empty.
 std::string TamperReason(const Json& reply);
 
-/// Judges an `evaluate` reply's checks. Returns the reasons the candidate is
-/// wrong, most important first; empty means correct.
+/// Judges an `evaluate` reply's checks under the task's contract (its
+/// precision widens the calibrated allowance; a torch-ops-forbidding
+/// contract judges the reply's `torch_ops`; a second-shape check is named as
+/// such). Returns the reasons the candidate is wrong, most important first;
+/// empty means correct.
 std::vector<std::string> JudgeChecks(const Json& evaluate_reply, const TaskBundle& bundle,
-                                     const VerifyPolicy& policy);
+                                     const VerifyPolicy& policy, const Contract& contract = {});
+
+/// The reason a torch-ops-forbidding contract gives for the reply's
+/// `torch_ops` (operators the candidate called), or "" when none computes.
+std::string TorchOpsReason(const Json& evaluate_reply, const Contract& contract);
 
 /// Turns a `time` reply into Measured (medians, intervals, speedups,
 /// energy), or Incorrect when the time is physically impossible.
-Outcome JudgeTiming(const Json& time_reply, const TaskBundle& bundle, const VerifyPolicy& policy);
+Outcome JudgeTiming(const Json& time_reply, const TaskBundle& bundle, const VerifyPolicy& policy,
+                    const Contract& contract = {});
 
 }  // namespace kopt

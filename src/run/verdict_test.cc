@@ -267,5 +267,83 @@ TEST(Verdict, MissingIntegrityFieldsMeanNotMeasured) {
   EXPECT_DOUBLE_EQ(std::get<Measured>(o).time_ms.median, 1.0);
 }
 
+// --- the contract ---------------------------------------------------------
+
+TEST(VerdictContract, Tf32ContractWidensByTheEmulatedReferencesError) {
+  // TF32-like error (3e-4) on a matmul whose fp32 reference is exact to 4e-7;
+  // a reference with TF32-rounded operands is off by 2.9e-4.
+  Json out = Out(3e-4, 4e-7);
+  out["reflowp_vs_ref64"] = Json{{"rel_l2", 2.9e-4}, {"max_abs", 2e-3}};
+  auto strict = JudgeChecks(Reply(out), OneOutput(), {});
+  ASSERT_EQ(strict.size(), 1u);
+  EXPECT_NE(strict[0].find("the contract is strict fp32"), std::string::npos) << strict[0];
+  Contract tf32;
+  tf32.precision = Precision::kTf32;
+  EXPECT_TRUE(JudgeChecks(Reply(out), OneOutput(), {}, tf32).empty());
+  // bf16-like error is still too much for a tf32 contract.
+  Json bf16 = Out(3e-3, 4e-7);
+  bf16["reflowp_vs_ref64"] = Json{{"rel_l2", 2.9e-4}, {"max_abs", 2e-3}};
+  auto r = JudgeChecks(Reply(bf16), OneOutput(), {}, tf32);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_NE(r[0].find("as a tf32 reference"), std::string::npos) << r[0];
+  EXPECT_NE(r[0].find("lower precision than the contract allows"), std::string::npos) << r[0];
+  // Without the emulated figure (an older worker) nothing widens.
+  EXPECT_FALSE(JudgeChecks(Reply(Out(3e-4, 4e-7)), OneOutput(), {}, tf32).empty());
+}
+
+TEST(VerdictContract, TorchOpsAreJudgedOnlyWhereTheContractForbidsThem) {
+  Json reply = Reply(Out(2e-8, 3e-8));
+  reply["torch_ops"] = Json{{"candidate", {{"aten::relu", 2}, {"aten::empty_like", 2}, {"aten::sigmoid", 4},
+                                           {"my_ext::relu", 2}}},
+                            {"reference", {{"aten::relu", 1}}},
+                            {"candidate_forwards", 2}};
+  EXPECT_TRUE(JudgeChecks(reply, OneOutput(), {}).empty());  // the default contract allows them
+  Contract forbid;
+  forbid.torch_ops = false;
+  auto r = JudgeChecks(reply, OneOutput(), {}, forbid);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_NE(r[0].find("the contract forbids torch operators"), std::string::npos) << r[0];
+  EXPECT_NE(r[0].find("aten::relu (1 call(s) per forward), which the reference itself uses"), std::string::npos)
+      << r[0];
+  EXPECT_NE(r[0].find("aten::sigmoid (2 call(s) per forward)"), std::string::npos) << r[0];
+  EXPECT_EQ(r[0].find("empty_like"), std::string::npos) << r[0];
+  EXPECT_EQ(r[0].find("my_ext"), std::string::npos) << r[0];  // the candidate's own registered kernel
+  Json glue = Reply(Out(2e-8, 3e-8));
+  glue["torch_ops"] = Json{{"candidate", {{"aten::empty_like", 3}, {"aten::view", 3}, {"aten::copy_", 3}}},
+                           {"reference", {{"aten::relu", 1}}}};
+  EXPECT_TRUE(JudgeChecks(glue, OneOutput(), {}, forbid).empty());
+}
+
+TEST(VerdictContract, SecondShapeFailureSaysSo) {
+  Json reply = Reply(Out(2e-8, 3e-8));
+  Json unwritten = Out(2e-8, 3e-8);
+  unwritten["poison_left"] = 16384;
+  unwritten["nan"] = 16384;
+  reply["checks"].push_back(Json{{"seed", 11},
+                                 {"order", "candidate_first"},
+                                 {"inputs_mutated", false},
+                                 {"second_shape", {{"batch_size", 8193}}},
+                                 {"outputs", {unwritten}}});
+  auto r = JudgeChecks(reply, OneOutput(), {});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_NE(r[0].find("on the contract's second shape (batch_size=8193): the output has 16384 element(s) the "
+                      "candidate never wrote"),
+            std::string::npos)
+      << r[0];
+  EXPECT_NE(r[0].find("likely hard-codes the shape"), std::string::npos) << r[0];
+
+  // A wrong shape names the second shape's reference shape, not the bundle's.
+  Json wrong = Out(0, 0);
+  wrong["shape_ok"] = false;
+  wrong["shape"] = {8, 33};
+  wrong["ref_shape"] = {17, 33};
+  Json r2 = Reply(Out(2e-8, 3e-8));
+  r2["checks"].push_back(Json{{"seed", 11}, {"order", "candidate_first"}, {"second_shape", {{"batch_size", 17}}},
+                              {"outputs", {wrong}}});
+  auto reasons = JudgeChecks(r2, OneOutput(), {});
+  ASSERT_EQ(reasons.size(), 1u);
+  EXPECT_NE(reasons[0].find("has shape [8, 33] but the reference has [17, 33]"), std::string::npos) << reasons[0];
+}
+
 }  // namespace
 }  // namespace kopt
