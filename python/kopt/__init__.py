@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, List, Optional, Sequence
 
 __all__ = [
     "CompileError",
@@ -289,6 +289,10 @@ def nvcc_command(nvcc: str, src: str, out: str, arch: str, inc: str,
              f"-arch={arch}", f"-I{inc}"] + list(extra_cflags) + [src, "-o", out] + list(extra_ldflags))
 
 
+# Shared objects load_cuda built or found, in order (kopt profile disassembles them).
+LOADED_SO: List[str] = []
+
+
 def load_cuda(source: str, name: Optional[str] = None, extra_cflags=(), extra_ldflags=()) -> CudaModule:
     """Compiles CUDA source (implementing include/kopt/abi.h) with nvcc into a
     content-hash-named .so under $KOPT_CACHE, reusing it when present, and
@@ -309,6 +313,7 @@ def load_cuda(source: str, name: Optional[str] = None, extra_cflags=(), extra_ld
     folder = cache_dir()
     os.makedirs(folder, exist_ok=True)
     final = os.path.join(folder, f"{stem}-{h.hexdigest()[:24]}.so")
+    LOADED_SO.append(final)
     if os.path.exists(final):
         return CudaModule(final, cache_hit=True)
 

@@ -9,5 +9,6 @@ namespace kopt {
 void AddCaptureCommand(CLI::App* app, int* exit_code);
 void AddEvalCommand(CLI::App* app, int* exit_code);
 void AddBenchCommand(CLI::App* app, int* exit_code);
+void AddProfileCommand(CLI::App* app, int* exit_code);
 
 }  // namespace kopt

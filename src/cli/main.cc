@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   kopt::AddCaptureCommand(&app, &exit_code);
   kopt::AddEvalCommand(&app, &exit_code);
   kopt::AddBenchCommand(&app, &exit_code);
+  kopt::AddProfileCommand(&app, &exit_code);
   app.footer(
       "\nExamples:\n"
       "  kopt bench tasks/                                   run the suite: baselines, floors, solutions\n"

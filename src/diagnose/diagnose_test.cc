@@ -3,6 +3,7 @@
 
 #include "core/json.h"
 #include "diagnose/diagnose.h"
+#include "diagnose/tiers.h"
 #include "testing/paths.h"
 
 namespace kopt {
@@ -97,6 +98,42 @@ TEST(DiagnoseProfile, FixturesEndToEnd) {
   }
   Json j = ToJson(r);
   EXPECT_EQ(j["kernels"].size(), 9u);
+}
+
+TEST(Tiers, EveryMetricIsOneKoptAsksForAndTier2AddsOnlyNewOnes) {
+  TierMetrics t = LoadTierMetrics(testing::SourceDir() / "data/diagnose/tiers.json");
+  const auto& known = KoptNcuMetrics();
+  auto is_known = [&](const std::string& m) { return std::find(known.begin(), known.end(), m) != known.end(); };
+  for (const auto& m : t.tier1) EXPECT_TRUE(is_known(m)) << m;
+  for (const auto& [cls, list] : t.tier2)
+    for (const auto& m : list) EXPECT_TRUE(is_known(m)) << cls << ": " << m;
+  std::vector<std::string> two = Tier2Metrics(t, {BoundClass::kLatency, BoundClass::kMemoryDram});
+  EXPECT_FALSE(two.empty());
+  for (const auto& m : two) {
+    EXPECT_EQ(std::count(two.begin(), two.end(), m), 1) << m;
+    EXPECT_EQ(std::count(t.tier1.begin(), t.tier1.end(), m), 0) << m;
+  }
+  // Tier 1 plus every class's tier 2 covers all that the tools read.
+  std::set<BoundClass> all = {BoundClass::kMemoryDram, BoundClass::kMemoryL2, BoundClass::kMemoryL1Shared,
+                              BoundClass::kComputeFp32, BoundClass::kComputeTensor, BoundClass::kLatency,
+                              BoundClass::kSmallGrid, BoundClass::kLaunchHost};
+  std::vector<std::string> every = Tier2Metrics(t, all);
+  every.insert(every.end(), t.tier1.begin(), t.tier1.end());
+  for (const auto& m : known) EXPECT_EQ(std::count(every.begin(), every.end(), m), 1) << m;
+}
+
+TEST(Tiers, MergeMatchesLaunchesByNameAndOrder) {
+  fs::path root = testing::SourceDir();
+  NcuReport full = ParseNcuCsv(ReadTextFile(root / "tests/data/ncu/h200_raw_page.csv"));
+  NcuReport base = full, extra = full;
+  for (auto& k : base.kernels) k.metrics = {{metric::kDuration, k.metrics.at(metric::kDuration)}};
+  for (auto& k : extra.kernels) k.metrics.erase(metric::kDuration);
+  // Other kernels' order must not matter (copy_scalar's two launches keep theirs).
+  std::stable_partition(extra.kernels.begin(), extra.kernels.end(),
+                        [](const NcuKernel& k) { return k.name.find("copy_float4") == std::string::npos; });
+  MergeNcuReports(&base, extra);
+  ASSERT_EQ(base.kernels.size(), full.kernels.size());
+  for (size_t i = 0; i < full.kernels.size(); ++i) EXPECT_EQ(base.kernels[i].metrics, full.kernels[i].metrics) << i;
 }
 
 TEST(DiagnoseProfile, NoProfileIsANote) {

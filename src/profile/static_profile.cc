@@ -51,6 +51,7 @@ StaticReport MergeStatic(const std::vector<KernelResources>& resources,
 
 StaticReport StaticProfile(const BuildResult& build, const StaticProfileOptions& options) {
   std::vector<SassFunction> sass;
+  std::string sass_text;
   std::vector<std::string> notes;
   std::string tool = options.cuobjdump.empty() ? FindCuobjdump() : options.cuobjdump;
   if (!build.ok || build.so_path.empty()) {
@@ -71,11 +72,13 @@ StaticReport StaticProfile(const BuildResult& build, const StaticProfileOptions&
                       r.err.substr(0, 500));
     } else {
       sass = ParseSass(r.out);
+      sass_text = r.out;
       if (sass.empty()) notes.push_back(tool + " printed no SASS for " + build.so_path.string());
     }
   }
   StaticReport report = MergeStatic(build.resources, sass);
   report.cuobjdump = tool;
+  report.sass_text = std::move(sass_text);
   report.notes.insert(report.notes.end(), notes.begin(), notes.end());
   return report;
 }

@@ -22,6 +22,7 @@ struct StaticKernel {
 struct StaticReport {
   std::vector<StaticKernel> kernels;  ///< ptxas order, then SASS-only functions
   std::string cuobjdump;              ///< the tool used; empty when none was found
+  std::string sass_text;              ///< cuobjdump's output as printed (kept for replay)
   bool sass_available = false;
   std::vector<std::string> notes;     ///< plain English: what is missing and why
 };

@@ -1,0 +1,385 @@
+// `kopt profile TASK CANDIDATE`: verify, then profile in tiers, classify on
+// the roofline and print the analysis tools' diagnoses, most valuable first.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+
+#include "cli/commands.h"
+#include "cli/context.h"
+#include "core/error.h"
+#include "core/hash.h"
+#include "diagnose/diagnose.h"
+#include "diagnose/tiers.h"
+#include "profile/profiler.h"
+#include "profile/static_profile.h"
+#include "report/table.h"
+#include "task/task_loader.h"
+
+namespace kopt {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ProfileArgs {
+  CommonOptions common;
+  std::string task;
+  std::string candidate;
+  std::string json_out;
+  std::string save_dir;
+  std::string replay_dir;
+  int tier = 2;
+  int calls = 1;
+  std::string timeline = "auto";
+  double max_seconds = 0.5;
+};
+
+double Since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// Everything one profile produced; also what --save writes and --replay reads.
+struct ProfileData {
+  std::string task_name, candidate_name, candidate_kind;
+  ProfileContext context;
+  std::vector<KernelResources> resources;
+  std::string sass_text;
+  std::string ncu_tier1, ncu_tier2;
+  Json timeline;                      ///< null when not run
+  Json outcome;                       ///< the evaluation's verdict
+  std::map<std::string, double> tier_seconds;
+  std::vector<std::string> notes;
+};
+
+Json ContextToJson(const ProfileContext& c) {
+  return Json{{"device", ToJson(c.device)},
+              {"ceilings", ToJson(c.ceilings)},
+              {"calls_profiled", c.calls_profiled},
+              {"time_ms", c.time_ms},
+              {"host_ms", c.host_ms},
+              {"min_bytes", c.min_bytes},
+              {"flops", c.flops},
+              {"matrix_flops", c.matrix_flops},
+              {"flops_by_precision", c.flops_by_precision}};
+}
+
+ProfileContext ContextFromJson(const Json& j) {
+  ProfileContext c;
+  const Json& dev = j.at("device");
+  c.device = DeviceInfoFromHello(Json{{"torch", dev.value("torch", "")}, {"device", dev}});
+  c.ceilings = CeilingsFromJson(j.at("ceilings"));
+  c.calls_profiled = j.value("calls_profiled", 1);
+  c.time_ms = j.value("time_ms", 0.0);
+  c.host_ms = j.value("host_ms", 0.0);
+  c.min_bytes = j.value("min_bytes", 0.0);
+  c.flops = j.value("flops", 0.0);
+  c.matrix_flops = j.value("matrix_flops", 0.0);
+  if (j.contains("flops_by_precision")) c.flops_by_precision = j["flops_by_precision"].get<std::map<std::string, double>>();
+  return c;
+}
+
+void Save(const ProfileData& d, const fs::path& dir) {
+  fs::create_directories(dir);
+  Json res = Json::array();
+  for (const auto& r : d.resources) res.push_back(ToJson(r));
+  WriteJsonFileAtomic(dir / "profile.json",
+                      Json{{"task", d.task_name},
+                           {"candidate", d.candidate_name},
+                           {"kind", d.candidate_kind},
+                           {"context", ContextToJson(d.context)},
+                           {"resources", res},
+                           {"timeline", d.timeline},
+                           {"outcome", d.outcome},
+                           {"tier_seconds", d.tier_seconds},
+                           {"notes", d.notes}});
+  auto write = [&](const char* name, const std::string& text) {
+    if (text.empty()) return;
+    std::ofstream f(dir / name, std::ios::binary);
+    f << text;
+  };
+  write("sass.txt", d.sass_text);
+  write("ncu_tier1.csv", d.ncu_tier1);
+  write("ncu_tier2.csv", d.ncu_tier2);
+}
+
+ProfileData Load(const fs::path& dir) {
+  if (!fs::exists(dir / "profile.json"))
+    throw Error(dir.string() + " holds no profile.json: pass a folder written by kopt profile --save");
+  Json j = ReadJsonFile(dir / "profile.json");
+  ProfileData d;
+  d.task_name = j.value("task", "");
+  d.candidate_name = j.value("candidate", "");
+  d.candidate_kind = j.value("kind", "");
+  d.context = ContextFromJson(j.at("context"));
+  for (const auto& r : j.value("resources", Json::array())) d.resources.push_back(KernelResourcesFromJson(r));
+  d.timeline = j.value("timeline", Json());
+  d.outcome = j.value("outcome", Json());
+  if (j.contains("tier_seconds")) d.tier_seconds = j["tier_seconds"].get<std::map<std::string, double>>();
+  auto read = [&](const char* name) { return fs::exists(dir / name) ? ReadTextFile(dir / name) : std::string(); };
+  d.sass_text = read("sass.txt");
+  d.ncu_tier1 = read("ncu_tier1.csv");
+  d.ncu_tier2 = read("ncu_tier2.csv");
+  return d;
+}
+
+/// Classification and diagnoses from what was collected (pure; --replay
+/// runs exactly this on saved files).
+DiagnosisReport Diagnose(const ProfileData& d, const fs::path& data_dir) {
+  NcuReport ncu = ParseNcuCsv(d.ncu_tier1);
+  if (!d.ncu_tier2.empty()) MergeNcuReports(&ncu, ParseNcuCsv(d.ncu_tier2));
+  StaticReport sr = MergeStatic(d.resources, ParseSass(d.sass_text));
+  ProfileContext ctx = d.context;
+  Thresholds thresholds = LoadThresholds(data_dir / "thresholds.json");
+  RooflineThresholds roofline = LoadRooflineThresholds(data_dir / "roofline.json");
+  DiagnosisReport report = DiagnoseProfile(ncu, sr, ctx, BuiltinTools(), thresholds, roofline);
+  report.notes.insert(report.notes.begin(), d.notes.begin(), d.notes.end());
+  return report;
+}
+
+std::set<BoundClass> ClassesOf(const DiagnosisReport& r) {
+  std::set<BoundClass> s;
+  for (const auto& k : r.kernels) s.insert(k.roofline.bound);
+  return s;
+}
+
+std::string Evidence(const Diagnosis& d) {
+  std::string s;
+  for (const auto& [k, v] : d.evidence) {
+    if (!s.empty()) s += ", ";
+    s += fmt::format("{}={:.4g}", k, v);
+  }
+  return s;
+}
+
+void Print(const ProfileData& d, const DiagnosisReport& r) {
+  fmt::print("task       {}\n", d.task_name);
+  fmt::print("candidate  {} ({})\n", d.candidate_name, d.candidate_kind);
+  if (d.context.time_ms > 0)
+    fmt::print("measured   {} ms per call (CUDA events), host clock {} ms\n", FormatMs(d.context.time_ms),
+               FormatMs(d.context.host_ms));
+  fmt::print("class      {} — {}\n", BoundClassName(r.call.bound), r.call.explanation);
+  if (r.call.floor_ms > 0)
+    fmt::print("floor      {} ms ({}-bound); the call takes {:.2f}x the floor\n", FormatMs(r.call.floor_ms),
+               r.call.floor_bound, r.call.headroom);
+
+  Table t({"kernel", "launches", "ms/launch", "class", "explanation"});
+  for (const auto& k : r.kernels) {
+    std::string name = k.kernel.substr(0, k.kernel.find('('));
+    if (name.size() > 48) name = name.substr(0, 45) + "...";
+    t.AddRow({name, std::to_string(k.launches), FormatMs(k.mean_ms), BoundClassName(k.roofline.bound),
+              k.roofline.explanation});
+  }
+  fmt::print("\n{}", t.Render());
+
+  struct Item {
+    std::string where;
+    const Diagnosis* d;
+  };
+  std::vector<Item> items;
+  for (const auto& d2 : r.call_diagnoses) items.push_back({"whole call", &d2});
+  for (const auto& k : r.kernels)
+    for (const auto& d2 : k.diagnoses) items.push_back({k.kernel.substr(0, k.kernel.find('(')), &d2});
+  std::stable_sort(items.begin(), items.end(),
+                   [](const Item& a, const Item& b) { return a.d->estimated_gain > b.d->estimated_gain; });
+  fmt::print("\ndiagnoses, most valuable first\n");
+  if (items.empty()) fmt::print("  none: no tool found a flaw worth reporting\n");
+  for (const auto& it : items) {
+    fmt::print("  [{}] {} on {} — estimated gain {:.0f}%\n", it.d->severity, it.d->tool, it.where,
+               100 * it.d->estimated_gain);
+    fmt::print("      {}\n", it.d->advice);
+    fmt::print("      evidence: {}\n", Evidence(*it.d));
+    if (!it.d->suggested_moves.empty()) {
+      std::string moves;
+      for (const auto& m : it.d->suggested_moves) moves += (moves.empty() ? "" : ", ") + m;
+      fmt::print("      moves: {}\n", moves);
+    }
+  }
+  for (const auto& n : r.notes) fmt::print("note       {}\n", n);
+  std::string tiers;
+  for (const auto& [tier, s] : d.tier_seconds) tiers += fmt::format("{}{} {:.1f} s", tiers.empty() ? "" : ", ", tier, s);
+  if (!tiers.empty()) fmt::print("tier cost  {}\n", tiers);
+}
+
+Json ToJson(const ProfileData& d, const DiagnosisReport& r) {
+  return Json{{"task", d.task_name},        {"candidate", d.candidate_name}, {"kind", d.candidate_kind},
+              {"context", ContextToJson(d.context)}, {"outcome", d.outcome},
+              {"timeline", d.timeline},     {"tier_seconds", d.tier_seconds},
+              {"report", ToJson(r)}};
+}
+
+std::string PythonFor(const CommonOptions& o) {
+  if (!o.python.empty()) return o.python;
+  if (const char* p = std::getenv("KOPT_PYTHON"); p && *p) return p;
+  return "python3";
+}
+
+/// Runs the tiers on the GPU: verification first (a wrong kernel is not
+/// worth profiling), then static, ncu tier 1, ncu tier 2 and the timeline.
+ProfileData Collect(const ProfileArgs& a, const fs::path& data_dir, fs::path* stored) {
+  Task task = LoadTask(a.task);
+  Candidate cand = LoadCandidate(a.candidate);
+  if (WantsGpuButNoneVisible(a.common))
+    throw Error("no CUDA GPU is visible on this machine: run kopt profile where a GPU is, or pass --replay DIR to "
+                "diagnose a saved profile.");
+  Context ctx = MakeContext(a.common);
+  ctx.worker->Prewarm();
+  ctx.evaluator->Prebuild({cand});
+  TaskBundle bundle = ctx.evaluator->Bundle(task, /*baselines=*/false, false);
+  EvalOptions opt;
+  opt.timing["max_seconds"] = a.max_seconds;
+  PrintProgress("verifying and timing " + cand.name);
+  EvalRecord rec = ctx.evaluator->Evaluate(task, bundle, cand, opt);
+  const auto* m = std::get_if<Measured>(&rec.outcome);
+  if (!m)
+    throw Error(fmt::format("{} is not profiled because it did not pass verification ({}); fix it with kopt eval "
+                            "first.",
+                            cand.name, OutcomeLine(rec.outcome)));
+
+  ProfileData d;
+  d.task_name = task.name;
+  d.candidate_name = cand.name;
+  d.candidate_kind = CandidateKindName(cand.kind);
+  d.outcome = ToJson(rec.outcome);
+  d.context.device = ctx.evaluator->Device();
+  d.context.ceilings = ctx.evaluator->DeviceCeilings();
+  d.context.calls_profiled = a.calls;
+  d.context.time_ms = m->time_ms.median;
+  d.context.host_ms = m->host_ms.median;
+  d.context.min_bytes = bundle.min_bytes;
+  d.context.flops = bundle.flops;
+  d.context.matrix_flops = bundle.matrix_flops;
+  d.context.flops_by_precision["fp32"] = bundle.flops;
+  ctx.worker.reset();  // the GPU is ncu's now
+
+  // Tier 0: ptxas (from the build) and the SASS.
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<BuildResult> objects;
+  if (rec.build && rec.build->ok) objects.push_back(*rec.build);
+  ProfileTarget target;
+  target.task = task.path;
+  target.kind = d.candidate_kind;
+  target.candidate = rec.build && rec.build->ok ? rec.build->so_path : cand.path;
+  target.device = a.common.device;
+  target.python = PythonFor(a.common);
+  target.repo_root = ctx.repo_root;
+  target.cache_dir = ctx.cache_dir;
+  target.arch = ctx.arch;
+  target.calls = a.calls;
+  auto profiler = MakeProcessProfiler();
+
+  // Tier 1.
+  TierMetrics tiers = LoadTierMetrics(data_dir / "tiers.json");
+  PrintProgress("ncu tier 1 (" + std::to_string(tiers.tier1.size()) + " metrics)");
+  NcuRun one = profiler->Ncu(target, tiers.tier1);
+  d.tier_seconds["ncu tier 1"] = one.seconds;
+  if (!one.ok) throw Error("profiling failed: " + one.error);
+  d.ncu_tier1 = one.csv;
+  for (const auto& so : one.loaded_so) {  // a hybrid's kernels, built by kopt.load_cuda
+    BuildResult b;
+    b.ok = true;
+    b.so_path = so;
+    objects.push_back(b);
+  }
+  for (const auto& b : objects) {
+    StaticReport sr = StaticProfile(b);
+    d.sass_text += sr.sass_text;
+    d.resources.insert(d.resources.end(), b.resources.begin(), b.resources.end());
+    for (const auto& n : sr.notes) d.notes.push_back(n);
+  }
+  if (objects.empty()) d.notes.push_back("no compiled object of kopt's to disassemble (the candidate's kernels come from torch or load_inline)");
+  d.tier_seconds["static"] = Since(t0) - one.seconds;
+
+  // Timeline: for hybrids, and wherever one call launches several kernels.
+  double launches = static_cast<double>(one.report.kernels.size()) / std::max(1, a.calls);
+  bool want_timeline = a.timeline == "on" || (a.timeline == "auto" && (cand.kind == CandidateKind::kHybrid || launches > 1));
+  if (want_timeline) {
+    PrintProgress("timeline");
+    ProfileTarget tt = target;
+    tt.calls = std::max(a.calls, 20);
+    TimelineRun tl = profiler->Timeline(tt);
+    d.tier_seconds["timeline"] = tl.seconds;
+    if (tl.ok) {
+      d.timeline = tl.timeline;
+      // The host view of one call without kopt's timing harness around it.
+      d.context.host_ms = tl.timeline.value("host_ms", d.context.host_ms);
+    } else {
+      d.notes.push_back("timeline: " + tl.error);
+    }
+  }
+
+  // Tier 2: the sets of the classes tier 1 found.
+  if (a.tier >= 2) {
+    DiagnosisReport first = Diagnose(d, data_dir);
+    std::vector<std::string> more = Tier2Metrics(tiers, ClassesOf(first));
+    if (!more.empty()) {
+      PrintProgress("ncu tier 2 (" + std::to_string(more.size()) + " metrics for " +
+                    BoundClassName(first.call.bound) + ")");
+      NcuRun two = profiler->Ncu(target, more);
+      d.tier_seconds["ncu tier 2"] = two.seconds;
+      if (two.ok) d.ncu_tier2 = two.csv;
+      else d.notes.push_back("ncu tier 2: " + two.error);
+    }
+  }
+  *stored = ctx.cache_dir / "profiles" / (task.name + "-" + ContentHash({cand.source}).substr(0, 16));
+  return d;
+}
+
+int RunProfile(const ProfileArgs& a) {
+  fs::path data_dir = DiagnoseDataDir();
+  ProfileData d;
+  fs::path stored;
+  if (!a.replay_dir.empty()) {
+    d = Load(a.replay_dir);
+  } else {
+    if (a.task.empty() || a.candidate.empty())
+      throw Error("kopt profile needs a task and a candidate (or --replay DIR): see kopt profile --help.");
+    d = Collect(a, data_dir, &stored);
+  }
+  DiagnosisReport r = Diagnose(d, data_dir);
+  Print(d, r);
+  Json j = ToJson(d, r);
+  if (!stored.empty()) {  // diagnoses are kept with the candidate
+    Save(d, stored);
+    WriteJsonFileAtomic(stored / "diagnosis.json", j);
+    fmt::print("stored     {}\n", stored.string());
+  }
+  if (!a.save_dir.empty()) Save(d, a.save_dir);
+  if (!a.json_out.empty()) {
+    WriteJsonFileAtomic(a.json_out, j);
+    fmt::print("wrote {}\n", a.json_out);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddProfileCommand(CLI::App* app, int* exit_code) {
+  auto args = std::make_shared<ProfileArgs>();
+  CLI::App* cmd = app->add_subcommand(
+      "profile", "Profile a verified candidate (ncu, SASS, timeline), classify it on the roofline and diagnose it");
+  cmd->add_option("task", args->task, "KernelBench-format task file (.py)");
+  cmd->add_option("candidate", args->candidate, "A .cu implementing include/kopt/abi.h, or a ModelNew .py");
+  cmd->add_option("--tier", args->tier,
+                  "1: a small ncu metric set; 2: plus the sections the bottleneck class needs (default)")
+      ->check(CLI::Range(1, 2))
+      ->capture_default_str();
+  cmd->add_option("--calls", args->calls, "Forward calls profiled by ncu, after 3 warm-up calls")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  cmd->add_option("--timeline", args->timeline,
+                  "Kernel timeline through the PyTorch profiler: auto (hybrids and multi-kernel calls), on, off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
+  cmd->add_option("--max-seconds", args->max_seconds, "Timing budget of the verification run")->capture_default_str();
+  cmd->add_option("--json", args->json_out, "Write the classification and diagnoses to this file");
+  cmd->add_option("--save", args->save_dir, "Also keep the raw ncu CSV, SASS and context in this folder");
+  cmd->add_option("--replay", args->replay_dir,
+                  "Diagnose a folder written by --save again, without a GPU (thresholds from data/diagnose)");
+  AddCommonOptions(cmd, &args->common);
+  cmd->callback([args, exit_code] { *exit_code = RunProfile(*args); });
+}
+
+}  // namespace kopt
