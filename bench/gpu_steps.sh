@@ -58,7 +58,7 @@ step_adversarial() {
   KOPT="$K" tests/adversarial/run.sh --max-seconds 0.5
 }
 step_zoo() {
-  KOPT="$K" tests/profile_zoo/run.sh "$1"
+  KOPT="$K" tests/profile_zoo/run.sh "$1" "${ZOO_FILTER:-}"
 }
 step_gpu_tests() {
   for t in "$T"/gpu_*_test; do [ -x "$t" ] && "$t" --gtest_brief=1; done
