@@ -1,5 +1,7 @@
 // The kopt binary end to end on a CPU-only machine: the worker runs PyTorch
 // on the CPU, candidates are real files, nvcc is real.
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include "core/json.h"
@@ -14,13 +16,18 @@ struct KoptRun {
   std::string all() const { return r.out + r.err; }
 };
 
-KoptRun Kopt(std::vector<std::string> args) {
+KoptRun Kopt(std::vector<std::string> args, const std::map<std::string, std::string>& env = {}) {
   args.insert(args.begin(), KOPT_BINARY);
   ProcessOptions o;
   o.timeout_s = 300;
   o.env["KOPT_CACHE"] = testing::ScratchDir("cli-cache").string();
+  for (const auto& [k, v] : env) o.env[k] = v;
   return KoptRun{RunProcess(args, o)};
 }
+
+std::string PyData(const std::string& f) { return (testing::SourceDir() / "python/tests/data" / f).string(); }
+
+std::string Reasons(const Json& record) { return record["outcome"].value("reasons", Json::array()).dump(); }
 
 std::string Data(const std::string& rel) { return (testing::SourceDir() / "tests/data/cli" / rel).string(); }
 
@@ -86,6 +93,84 @@ TEST(Cli, EvalOnCpuRejectsIntegrityCheats) {
     EXPECT_EQ(o["verdict"], "incorrect") << o.dump(2);
     EXPECT_NE(o.value("reasons", Json::array()).dump().find(expect[i]), std::string::npos) << o.dump(2);
   }
+}
+
+TEST(Cli, EvalEnforcesTheContractFromTheCommandLine) {
+  // relu_sized.py: a (batch_size, dim) ReLU. Forbidding torch operators and
+  // asking for a second shape: the candidate calling the task's Model and the
+  // one hard-coding the row count fail, each for its own reason; a ReLU that
+  // calls no torch operator (numpy stands in for a kernel) passes both.
+  auto json = (testing::ScratchDir("cli-contract") / "eval.json").string();
+  KoptRun r = Kopt({"eval", PyData("relu_sized.py"), PyData("relu_finds_model.py"), PyData("relu_hardcoded.py"),
+                    PyData("relu_numpy.py"), "--forbid-torch-ops", "--second-shape", "batch_size=17", "--device",
+                    "cpu", "--max-seconds", "0.2", "--json", json});
+  ASSERT_FALSE(r.r.timed_out) << r.all();
+  EXPECT_NE(r.r.out.find("contract   precision strict (fp32); torch operators forbidden"), std::string::npos)
+      << r.r.out;
+  EXPECT_NE(r.r.out.find("second shape batch_size=17 (from command line)"), std::string::npos) << r.r.out;
+  Json j = ReadJsonFile(json);
+  ASSERT_EQ(j["records"].size(), 3u) << r.all();
+  const Json& model = j["records"][0];
+  EXPECT_EQ(model["outcome"]["verdict"], "incorrect");
+  EXPECT_NE(Reasons(model).find("the contract forbids torch operators"), std::string::npos) << Reasons(model);
+  EXPECT_NE(Reasons(model).find("aten::relu"), std::string::npos) << Reasons(model);
+  const Json& hard = j["records"][1];
+  EXPECT_NE(Reasons(hard).find("on the contract's second shape (batch_size=17)"), std::string::npos)
+      << Reasons(hard);
+  EXPECT_NE(Reasons(hard).find("static check: the source calls torch.relu"), std::string::npos) << Reasons(hard);
+  const Json& honest = j["records"][2];
+  EXPECT_EQ(honest["outcome"]["verdict"], "measured") << honest.dump(2);
+  EXPECT_EQ(honest["contract"]["torch_ops"], false);
+  EXPECT_EQ(honest["contract"]["second_shape"]["batch_size"], 17);
+}
+
+TEST(Cli, ContractFileBesideTheTaskAndItsOverride) {
+  auto dir = testing::ScratchDir("cli-contract-file");
+  std::filesystem::copy_file(PyData("relu_sized.py"), dir / "relu_sized.py",
+                             std::filesystem::copy_options::overwrite_existing);
+  WriteTextFileAtomic(dir / "relu_sized.contract.json", R"({"torch_ops": false})");
+  auto json = (dir / "eval.json").string();
+  KoptRun r = Kopt({"eval", (dir / "relu_sized.py").string(), PyData("relu_finds_model.py"), "--device", "cpu",
+                    "--max-seconds", "0.2", "--json", json});
+  EXPECT_NE(r.r.out.find("relu_sized.contract.json"), std::string::npos) << r.all();
+  EXPECT_EQ(ReadJsonFile(json)["records"][0]["outcome"]["verdict"], "incorrect") << r.all();
+  r = Kopt({"eval", (dir / "relu_sized.py").string(), PyData("relu_finds_model.py"), "--allow-torch-ops", "--device",
+            "cpu", "--max-seconds", "0.2", "--json", json});
+  EXPECT_EQ(ReadJsonFile(json)["records"][0]["outcome"]["verdict"], "measured") << r.all();
+
+  KoptRun bad = Kopt({"eval", PyData("relu_sized.py"), PyData("relu_numpy.py"), "--second-shape", "batch_size",
+                      "--device", "cpu"});
+  EXPECT_EQ(bad.r.exit_code, 2) << bad.all();
+  EXPECT_NE(bad.r.err.find("give NAME=INTEGER"), std::string::npos) << bad.all();
+}
+
+TEST(Cli, SandboxedEvalRejectsNetworkAndOutsideWrites) {
+  // The CPU-only attack candidates of python/tests/data under --sandbox: the
+  // connection and the write outside scratch are refused by the operating
+  // system and reported as sandbox violations naming what was tried.
+  auto dir = testing::ScratchDir("cli-sandbox");
+  std::filesystem::path target = dir / "escaped.txt";
+  WriteTextFileAtomic(dir / "escape.json",
+                      Json{{"connect", {"tcp:1.1.1.1:80"}}, {"write", {target.string()}}}.dump());
+  auto json = (dir / "eval.json").string();
+  KoptRun r = Kopt({"eval", PyData("linear_relu.py"), PyData("linear_relu_net_escape.py"),
+                    PyData("linear_relu_write_escape.py"), "--sandbox", "--device", "cpu", "--max-seconds", "0.2",
+                    "--json", json},
+                   {{"KOPT_ESCAPE_CONFIG", (dir / "escape.json").string()}});
+  ASSERT_FALSE(r.r.timed_out) << r.all();
+  if (r.r.err.find("weaker sandbox") != std::string::npos)
+    GTEST_SKIP() << "this machine cannot make the full sandbox: " << r.r.err;
+  Json j = ReadJsonFile(json);
+  ASSERT_EQ(j["records"].size(), 2u) << r.all();
+  const Json& net = j["records"][0]["outcome"];
+  EXPECT_EQ(net["verdict"], "crashed") << net.dump(2);
+  EXPECT_EQ(net["kind"], "sandbox_violation") << net.dump(2);
+  EXPECT_NE(net["summary"].get<std::string>().find("the sandbox has no network"), std::string::npos) << net.dump(2);
+  const Json& write = j["records"][1]["outcome"];
+  EXPECT_EQ(write["kind"], "sandbox_violation") << write.dump(2);
+  EXPECT_NE(write["summary"].get<std::string>().find("outside its scratch directory"), std::string::npos)
+      << write.dump(2);
+  EXPECT_FALSE(std::filesystem::exists(target));
 }
 
 TEST(Cli, BenchWithoutGpuSaysSoAndCompilesSolutions) {
