@@ -23,8 +23,11 @@ class Fp32PipeSaturated : public AnalysisTool {
     double all = ffma + fadd + fmul;
     double unfused = all > 0 ? (fadd + fmul) / all : 0;
     if (all > 0) d.evidence["unfused_fraction"] = unfused;
-    d.estimated_gain = in.thresholds->Get(name(), "gain");
-    if (unfused >= in.thresholds->Get(name(), "min_unfused_fraction")) {
+    // Saturated with fused math is the roof itself: reported at the small
+    // `at_roof_gain` (info), so only wasteful instruction mixes rank high.
+    bool wasteful = unfused >= in.thresholds->Get(name(), "min_unfused_fraction");
+    d.estimated_gain = in.thresholds->Get(name(), wasteful ? "gain" : "at_roof_gain");
+    if (wasteful) {
       d.advice = fmt::format(
           "The FMA pipe is {:.0f}% busy and {:.0f}% of float instructions are separate FADD/FMUL. "
           "Write a*b+c as fmaf (or let the compiler fuse: no -fmad=false), hoist invariant "

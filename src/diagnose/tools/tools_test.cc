@@ -293,6 +293,15 @@ TEST(Fp32PipeSaturated, FiresAndSpotsUnfusedMath) {
   EXPECT_EQ(d->suggested_moves[0], "fuse_multiply_add");
 }
 
+TEST(Fp32PipeSaturated, FusedMathAtTheRoofIsInformationOnly) {
+  auto d = MakeFp32PipeSaturatedTool()->Run(
+      Input(BoundClass::kComputeFp32, {{metric::kFmaPipePct, 92}, {metric::kFfmaThreadInst, 1e9},
+                                       {metric::kFaddThreadInst, 1e7}, {metric::kFmulThreadInst, 1e7}}));
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->severity, "info");
+  EXPECT_EQ(d->suggested_moves[0], "reduce_flops");
+}
+
 TEST(Fp32PipeSaturated, QuietBelowTheRoof) {
   EXPECT_FALSE(MakeFp32PipeSaturatedTool()->Run(Input(BoundClass::kComputeFp32, {{metric::kFmaPipePct, 35}})));
 }
