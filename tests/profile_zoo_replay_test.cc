@@ -1,0 +1,76 @@
+// The zoo's profiles recorded on the H200 (tests/data/profile_zoo/<entry>/,
+// written by `kopt profile --save`), diagnosed again on the CPU through
+// `kopt profile --replay`: each entry's expected tools fire, its class is the
+// expected one, and the good kernels stay quiet (the confusion matrix of
+// tests/profile_zoo/confusion.py, as a test).
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "core/json.h"
+#include "core/subprocess.h"
+#include "testing/paths.h"
+
+namespace kopt {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Replayed {
+  std::string cls;
+  std::set<std::string> fired;  ///< warning or critical
+  Json json;
+};
+
+Replayed Replay(const fs::path& dir) {
+  fs::path out = testing::ScratchDir("zoo-replay") / (dir.filename().string() + ".json");
+  ProcessOptions o;
+  o.timeout_s = 60;
+  ProcessResult r = RunProcess({KOPT_BINARY, "profile", "--replay", dir.string(), "--json", out.string()}, o);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  Replayed res;
+  if (r.exit_code != 0) return res;
+  res.json = ReadJsonFile(out);
+  const Json& rep = res.json["report"];
+  auto collect = [&](const Json& list) {
+    for (const auto& d : list) {
+      std::string sev = d.value("severity", "");
+      if (sev == "warning" || sev == "critical") res.fired.insert(d.value("tool", ""));
+    }
+  };
+  collect(rep["call_diagnoses"]);
+  for (const auto& k : rep["kernels"]) collect(k["diagnoses"]);
+  res.cls = rep["call"].value("bound", "");
+  if (res.cls != "launch_host" && !rep["kernels"].empty()) res.cls = rep["kernels"][0]["roofline"].value("bound", "");
+  return res;
+}
+
+TEST(ProfileZooReplay, EveryRecordedEntryIsDiagnosedAsExpected) {
+  fs::path src = testing::SourceDir();
+  Json expected = ReadJsonFile(src / "tests/profile_zoo/expected.json");
+  int recorded = 0, false_alarms = 0;
+  for (const auto& e : expected) {
+    std::string name = e.value("name", "");
+    fs::path dir = src / "tests/data/profile_zoo" / name;
+    if (!fs::exists(dir / "profile.json")) continue;
+    ++recorded;
+    Replayed r = Replay(dir);
+    EXPECT_EQ(r.cls, e.value("expect_class", "")) << name;
+    std::set<std::string> want;
+    for (const auto& t : e.value("expect_tools", Json::array())) want.insert(t.get<std::string>());
+    std::set<std::string> tolerated;
+    for (const auto& t : e.value("tolerate_tools", Json::array())) tolerated.insert(t.get<std::string>());
+    for (const auto& t : want) EXPECT_TRUE(r.fired.count(t)) << name << ": " << t << " did not fire";
+    for (const auto& t : r.fired) {
+      if (!want.count(t) && !tolerated.count(t)) {
+        ++false_alarms;
+        ADD_FAILURE() << name << ": " << t << " fired (false alarm)";
+      }
+    }
+  }
+  if (recorded == 0) GTEST_SKIP() << "no zoo profile recorded under tests/data/profile_zoo yet";
+  EXPECT_EQ(false_alarms, 0);
+}
+
+}  // namespace
+}  // namespace kopt
