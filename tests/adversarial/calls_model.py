@@ -1,5 +1,5 @@
-# Not a kernel at all: find the task's own Model among the loaded modules
-# (kopt imports the task before the candidate) and call it. Correct and
+# Not a kernel at all: find the task's own Model (through the harness's call
+# stack, or among the loaded modules) and call it. Correct and
 # honestly timed at ~1x; under a contract that forbids torch operators
 # (--forbid-torch-ops) the worker sees it call the reference's aten operator.
 import sys
@@ -8,7 +8,16 @@ import torch.nn as nn
 
 
 def _task_model():
-    for m in list(sys.modules.values()):
+    # The harness that builds ModelNew holds the task: look up the call stack
+    # for it, then fall back to the most recently imported task module.
+    frame = sys._getframe(1)
+    while frame is not None:
+        for v in frame.f_locals.values():
+            task = getattr(v, "task", None)
+            if task is not None and hasattr(task, "Model") and hasattr(task, "get_inputs"):
+                return task.Model
+        frame = frame.f_back
+    for m in reversed(list(sys.modules.values())):
         if hasattr(m, "Model") and hasattr(m, "get_inputs") and hasattr(m, "get_init_inputs"):
             return m.Model
     raise RuntimeError("no task module is loaded")

