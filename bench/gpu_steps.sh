@@ -55,7 +55,7 @@ step_bench_all() {
   "$K" bench tasks --max-seconds 0.4 --json "$1/bench.json"
 }
 step_adversarial() {
-  KOPT="$K" tests/adversarial/run.sh --max-seconds 0.5
+  KEEP="$1/cases" KOPT="$K" tests/adversarial/run.sh --max-seconds 0.5
 }
 step_zoo() {
   KOPT="$K" tests/profile_zoo/run.sh "$1" "${ZOO_FILTER:-}"

@@ -32,6 +32,7 @@ struct ProfileArgs {
   std::string save_dir;
   std::string replay_dir;
   int tier = 2;
+  bool one_pass = false;
   int calls = 1;
   std::string timeline = "auto";
   double max_seconds = 0.5;
@@ -276,9 +277,16 @@ ProfileData Collect(const ProfileArgs& a, const fs::path& data_dir, fs::path* st
 
   // Tier 1.
   TierMetrics tiers = LoadTierMetrics(data_dir / "tiers.json");
-  PrintProgress("ncu tier 1 (" + std::to_string(tiers.tier1.size()) + " metrics)");
-  NcuRun one = profiler->Ncu(target, tiers.tier1);
-  d.tier_seconds["ncu tier 1"] = one.seconds;
+  std::vector<std::string> first_metrics = tiers.tier1;
+  if (a.one_pass) {  // every tier-2 set at once: one ncu run instead of two
+    std::set<BoundClass> all;
+    for (int c = 0; c <= static_cast<int>(BoundClass::kSmallGrid); ++c) all.insert(static_cast<BoundClass>(c));
+    for (const auto& m2 : Tier2Metrics(tiers, all)) first_metrics.push_back(m2);
+  }
+  const std::string tier_name = a.one_pass ? "ncu one pass" : "ncu tier 1";
+  PrintProgress(tier_name + " (" + std::to_string(first_metrics.size()) + " metrics)");
+  NcuRun one = profiler->Ncu(target, first_metrics);
+  d.tier_seconds[tier_name] = one.seconds;
   if (!one.ok) throw Error("profiling failed: " + one.error);
   d.ncu_tier1 = one.csv;
   for (const auto& so : one.loaded_so) {  // a hybrid's kernels, built by kopt.load_cuda
@@ -315,7 +323,7 @@ ProfileData Collect(const ProfileArgs& a, const fs::path& data_dir, fs::path* st
   }
 
   // Tier 2: the sets of the classes tier 1 found.
-  if (a.tier >= 2) {
+  if (a.tier >= 2 && !a.one_pass) {
     DiagnosisReport first = Diagnose(d, data_dir);
     std::vector<std::string> more = Tier2Metrics(tiers, ClassesOf(first));
     if (!more.empty()) {
@@ -370,6 +378,8 @@ void AddProfileCommand(CLI::App* app, int* exit_code) {
                   "1: a small ncu metric set; 2: plus the sections the bottleneck class needs (default)")
       ->check(CLI::Range(1, 2))
       ->capture_default_str();
+  cmd->add_flag("--one-pass", args->one_pass,
+               "Collect tier 1 and every class's tier-2 metrics in one ncu run (for recording fixtures)");
   cmd->add_option("--calls", args->calls, "Forward calls profiled by ncu, after 3 warm-up calls")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();

@@ -21,7 +21,7 @@ for e in json.load(open(sys.argv[1])):
 PY
 while IFS=$'\t' read -r name task cand; do
   t0=$(date +%s.%N)
-  timeout -k 5 "${ZOO_TIMEOUT:-150}" "$kopt" profile "$here/$task" "$here/$cand" --max-seconds 0.2 \
+  timeout -k 5 "${ZOO_TIMEOUT:-150}" "$kopt" profile "$here/$task" "$here/$cand" --max-seconds 0.2 ${ZOO_ARGS:-} \
     --save "$out/$name" --json "$out/$name.json" > "$out/$name.log" 2>&1
   echo "$name rc=$? $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s" | tee -a "$out/wall.txt"
 done < "$out/list"
