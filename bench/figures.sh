@@ -32,7 +32,7 @@ done
 for sol in ${REPEAT_SOLUTIONS:-tasks/level1/solutions/04_softmax.cu tasks/level1/solutions/06_layernorm.cu tasks/level1/solutions/10_sum_dim.cu tasks/level1/solutions/24_matvec.cu tasks/level1/solutions/14_maxpool2d.cu}; do
   t=$(task_of "$sol"); n=$(basename "$sol"); n=${n%.*}
   for rep in $(seq "${REPEAT_COUNT:-2}"); do
-    "$K" eval "$t" "$sol" --json "$OUT/repeat_${n}_$rep.json" > "$OUT/repeat_${n}_$rep.txt" 2>&1
+    "$K" eval "$t" "$sol" ${EVAL_ARGS:-} --json "$OUT/repeat_${n}_$rep.json" > "$OUT/repeat_${n}_$rep.txt" 2>&1
   done
 done
 # 3. Source to verdict for the load_inline hybrid (torch's extension cache emptied).

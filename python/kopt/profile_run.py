@@ -155,6 +155,16 @@ def main(argv=None) -> int:
 
     import torch
 
+    # The Device's synchronize is the saved reference (kopt/integrity.py), as
+    # in the worker; torch._dynamo first, since importing it rebinds
+    # torch.manual_seed.
+    try:
+        import torch._dynamo  # noqa: F401
+    except Exception:  # noqa: BLE001
+        pass
+    from . import integrity
+
+    integrity.install()
     device, fn, loaded = _load(args)
     for _ in range(max(0, args.warmup)):
         fn()
