@@ -11,6 +11,8 @@
 namespace kopt {
 namespace {
 
+namespace fs = std::filesystem;
+
 struct KoptRun {
   ProcessResult r;
   std::string all() const { return r.out + r.err; }
@@ -34,7 +36,36 @@ std::string Data(const std::string& rel) { return (testing::SourceDir() / "tests
 TEST(Cli, HelpListsSubcommands) {
   KoptRun r = Kopt({"--help"});
   EXPECT_EQ(r.r.exit_code, 0);
-  for (const char* sub : {"capture", "eval", "bench"}) EXPECT_NE(r.r.out.find(sub), std::string::npos);
+  for (const char* sub : {"capture", "eval", "bench", "profile"}) EXPECT_NE(r.r.out.find(sub), std::string::npos);
+}
+
+// kopt profile --replay on a folder laid out as --save writes it, built from
+// the ncu and SASS recordings of tests/data (no GPU needed).
+TEST(Cli, ProfileReplaysASavedProfile) {
+  fs::path dir = testing::ScratchDir("profile-replay");
+  fs::path src = testing::SourceDir();
+  fs::copy_file(src / "tests/data/ncu/h200_raw_page.csv", dir / "ncu_tier1.csv", fs::copy_options::overwrite_existing);
+  fs::copy_file(src / "tests/data/sass/kernels_sm90.sass", dir / "sass.txt", fs::copy_options::overwrite_existing);
+  Json device = {{"name", "NVIDIA H200"}, {"cc", {9, 0}}, {"sm_count", 132}, {"torch", "2.11.0+cu130"}};
+  Json ceilings = {{"bandwidth_bytes_per_s", 4.67e12}, {"fp32_flops_per_s", 6.69e13}, {"tf32_flops_per_s", 4.9e14},
+                   {"bf16_flops_per_s", 1.07e15}, {"fp16_flops_per_s", 1.07e15}};
+  WriteJsonFileAtomic(dir / "profile.json",
+                      Json{{"task", "fixtures"}, {"candidate", "profile_fixtures.cu"}, {"kind", "cuda"},
+                           {"context", {{"device", device}, {"ceilings", ceilings}, {"time_ms", 4.2}}},
+                           {"tier_seconds", {{"ncu tier 1", 1.0}}}});
+  fs::path out = dir / "out.json";
+  KoptRun r = Kopt({"profile", "--replay", dir.string(), "--json", out.string()});
+  ASSERT_EQ(r.r.exit_code, 0) << r.all();
+  EXPECT_NE(r.r.out.find("diagnoses, most valuable first"), std::string::npos) << r.r.out;
+  EXPECT_NE(r.r.out.find("bank_conflicts on smem_column_read"), std::string::npos) << r.r.out;
+  EXPECT_NE(r.r.out.find("uncoalesced_global on transpose_naive"), std::string::npos) << r.r.out;
+  Json j = ReadJsonFile(out);
+  EXPECT_EQ(j["report"]["kernels"].size(), 9u);
+  EXPECT_EQ(j["report"]["kernels"][0]["kernel"].get<std::string>().substr(0, 14), "register_spill");
+
+  KoptRun bad = Kopt({"profile", "--replay", (dir / "missing").string()});
+  EXPECT_EQ(bad.r.exit_code, 2);
+  EXPECT_NE(bad.r.err.find("holds no profile.json"), std::string::npos) << bad.all();
 }
 
 TEST(Cli, BadInputIsOneSentenceNotACrash) {
