@@ -254,15 +254,7 @@ Outcome JudgeTiming(const Json& reply, const TaskBundle& bundle, const VerifyPol
     if (!samples.contains(who) || samples[who].contains("error")) return std::nullopt;
     SampleSummary s = Summarize(Doubles(samples[who].value("event_ms", Json::array())));
     std::vector<double> host = Doubles(samples[who].value("host_ms", Json::array()));
-    if (s.n == 0) {
-      s = Summarize(host);
-    } else if (!null_host.empty() && !host.empty()) {
-      // The same clock rule as the candidate's: max(events, host - null).
-      double null_med = Median(null_host);
-      for (double& x : host) x -= null_med;
-      SampleSummary h = Summarize(host);
-      if (h.median > s.median) s = h;
-    }
+    if (s.n == 0) s = Summarize(host);  // the same clock rule as the candidate's: events
     return s.n ? std::optional<SampleSummary>(s) : std::nullopt;
   };
   m.eager_ms = summary("eager");
@@ -290,12 +282,15 @@ Outcome JudgeTiming(const Json& reply, const TaskBundle& bundle, const VerifyPol
           "empty call, CUDA events {:.4g} ms): work on another stream, a non-blocking stream or a host thread "
           "is not timed",
           hidden, m.host_ms.median, null_med, m.time_ms.median)}};
-    if (host_work > m.time_ms.median) {
-      // Rank by the larger of the two clocks.
-      std::vector<double> adjusted = Doubles(cand.value("host_ms", Json::array()));
-      for (double& x : adjusted) x -= null_med;
-      m.time_ms = Summarize(adjusted);
-    }
+    // Within the tolerance the events rank: the host clock's excess is mostly
+    // the jitter of kopt's own Python and ctypes call (measured on the H200:
+    // ranking by max(events, host - null) moved one kernel's median by 6.8%
+    // between two processes while its events moved 2.1%).
+    if (hidden > 0.5 * std::max(policy.hidden_work_fraction * m.time_ms.median, policy.hidden_work_ms))
+      m.warnings.push_back(fmt::format(
+          "the host clock saw {:.4g} ms per call beyond the CUDA events (within the {:.4g} ms tolerated before "
+          "the call counts as hiding work outside the timed stream)",
+          hidden, std::max(policy.hidden_work_fraction * m.time_ms.median, policy.hidden_work_ms)));
   } else if (m.host_ms.n > 0 && has_events) {
     // Recorded replies without a null call: the old warning.
     double gap = m.host_ms.median - m.time_ms.median;
