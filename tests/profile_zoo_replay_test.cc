@@ -55,11 +55,16 @@ TEST(ProfileZooReplay, EveryRecordedEntryIsDiagnosedAsExpected) {
     if (!fs::exists(dir / "profile.json")) continue;
     ++recorded;
     Replayed r = Replay(dir);
-    EXPECT_EQ(r.cls, e.value("expect_class", "")) << name;
+    std::set<std::string> classes = {e.value("expect_class", "")};
+    for (const auto& c : e.value("alt_classes", Json::array())) classes.insert(c.get<std::string>());
+    EXPECT_TRUE(classes.count(r.cls)) << name << ": class " << r.cls;
     std::set<std::string> want;
     for (const auto& t : e.value("expect_tools", Json::array())) want.insert(t.get<std::string>());
+    // Secondary findings predicted before recording are tolerated on flawed
+    // kernels only; a good kernel must be quiet.
     std::set<std::string> tolerated;
-    for (const auto& t : e.value("tolerate_tools", Json::array())) tolerated.insert(t.get<std::string>());
+    if (!e.value("good", false) && e.contains("may_also_fire") && e["may_also_fire"].is_array())
+      for (const auto& t : e["may_also_fire"]) tolerated.insert(t.get<std::string>());
     for (const auto& t : want) EXPECT_TRUE(r.fired.count(t)) << name << ": " << t << " did not fire";
     for (const auto& t : r.fired) {
       if (!want.count(t) && !tolerated.count(t)) {

@@ -159,8 +159,8 @@ void Print(const ProfileData& d, const DiagnosisReport& r) {
   fmt::print("task       {}\n", d.task_name);
   fmt::print("candidate  {} ({})\n", d.candidate_name, d.candidate_kind);
   if (d.context.time_ms > 0)
-    fmt::print("measured   {} ms per call (CUDA events), host clock {} ms\n", FormatMs(d.context.time_ms),
-               FormatMs(d.context.host_ms));
+    fmt::print("measured   {} ms per call (CUDA events){}\n", FormatMs(d.context.time_ms),
+               d.context.host_ms > 0 ? ", host clock " + FormatMs(d.context.host_ms) + " ms" : std::string());
   fmt::print("class      {} — {}\n", BoundClassName(r.call.bound), r.call.explanation);
   if (r.call.floor_ms > 0)
     fmt::print("floor      {} ms ({}-bound); the call takes {:.2f}x the floor\n", FormatMs(r.call.floor_ms),

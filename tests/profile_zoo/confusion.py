@@ -4,8 +4,11 @@
 
 A tool "fires" on an entry when it returned a diagnosis of severity warning
 or critical (info findings are listed but count as quiet). For every entry:
-the class kopt gave against the expected class, each expected tool that fired
-(hit) or not (MISS), and each other tool that fired (FALSE ALARM). Exit 0
+the class kopt gave against the expected class (or one of the alternatives
+registered before recording, `alt_classes`), each expected tool that fired
+(hit) or not (MISS), and each other tool that fired (FALSE ALARM) — except,
+on a flawed kernel, the secondary findings predicted before recording
+(`may_also_fire`), which are listed apart. A good kernel gets no tolerance. Exit 0
 when there is no miss and no misclassification, and at most one false alarm.
 """
 import json
@@ -41,7 +44,7 @@ def main():
         path = os.path.join(out, e["name"] + ".json")
         if not os.path.exists(path):
             log = os.path.join(out, e["name"] + ".log")
-            last = open(log).read().strip().splitlines()[-1:] if os.path.exists(log) else ["not run"]
+            last = (open(log).read().strip().splitlines() if os.path.exists(log) else [])[-1:] or ["not run"]
             rows.append((e["name"], "no result", e["expect_class"], "", "", last[0][:100]))
             missing += 1
             continue
@@ -51,17 +54,22 @@ def main():
         want = set(e.get("expect_tools", []))
         hit = sorted(want & fired)
         miss = sorted(want - fired)
-        fa = sorted(fired - want - set(e.get("tolerate_tools", [])))
+        # A good kernel gets no tolerance. On a flawed one, the secondary
+        # findings predicted before recording (may_also_fire) are listed but
+        # not counted as false alarms.
+        predicted = set() if e.get("good") else set(e.get("may_also_fire") or [])
+        fa = sorted(fired - want - predicted)
+        also = sorted((fired - want) & predicted)
         misses += len(miss)
         false_alarms += len(fa)
-        ok_class = cls == e["expect_class"]
+        ok_class = cls == e["expect_class"] or cls in (e.get("alt_classes") or [])
         wrong_class += not ok_class
         rows.append((e["name"], cls + ("" if ok_class else " (WRONG)"), e["expect_class"],
                      " ".join(hit) + (" MISS:" + ",".join(miss) if miss else ""),
-                     ",".join(fa), ",".join(sorted(info))))
+                     ",".join(fa), ",".join(also + sorted("(info) " + t for t in info))))
     w = max(len(r[0]) for r in rows)
     print(f"{'entry':<{w}}  {'class given':<24} {'expected class':<17} {'expected tools (hit / MISS)':<40} "
-          f"{'false alarms':<28} info only")
+          f"{'false alarms':<28} also fired (predicted) / info")
     for r in rows:
         print(f"{r[0]:<{w}}  {r[1]:<24} {r[2]:<17} {r[3] or '-':<40} {r[4] or '-':<28} {r[5] or '-'}")
     print(f"\n{len(rows)} entries: {misses} miss(es), {false_alarms} false alarm(s), "

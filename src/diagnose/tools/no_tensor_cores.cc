@@ -27,21 +27,28 @@ class NoTensorCores : public AnalysisTool {
     if (in.sass) {
       if (in.sass->mix.tensor_mma > 0) return std::nullopt;
       d.evidence["sass_tensor_mma"] = 0;
-      ffma = in.sass->mix.ffma;
-      d.evidence["sass_ffma"] = ffma;
+      d.evidence["sass_ffma"] = in.sass->mix.ffma;
     } else if (auto hmma = GetMetric(in.metrics, metric::kTensorHmmaInst)) {
       double tensor = *hmma + MetricOr(in.metrics, metric::kTensorGmmaInst);
-      ffma = MetricOr(in.metrics, metric::kFfmaThreadInst);
+      double executed = MetricOr(in.metrics, metric::kFfmaThreadInst);
       // Warp-level tensor instructions against thread-level FFMAs / 32.
-      if (tensor > in.thresholds->Get(name(), "max_tensor_per_ffma_warp_inst") * ffma / 32) {
+      if (tensor > in.thresholds->Get(name(), "max_tensor_per_ffma_warp_inst") * executed / 32) {
         return std::nullopt;
       }
       d.evidence[metric::kTensorHmmaInst] = *hmma;
-      d.evidence[metric::kFfmaThreadInst] = ffma;
     } else {
       return std::nullopt;
     }
-    if (ffma < in.thresholds->Get(name(), "min_ffma_instructions")) return std::nullopt;
+    // How much FFMA work: executed (ncu) when known, else the static count in
+    // the code (a loop body holds far fewer instructions than it executes).
+    if (auto executed = GetMetric(in.metrics, metric::kFfmaThreadInst)) {
+      ffma = *executed;
+      d.evidence[metric::kFfmaThreadInst] = ffma;
+      if (ffma < in.thresholds->Get(name(), "min_ffma_instructions")) return std::nullopt;
+    } else {
+      ffma = in.sass ? in.sass->mix.ffma : 0;
+      if (ffma < in.thresholds->Get(name(), "min_sass_ffma")) return std::nullopt;
+    }
     d.estimated_gain = in.thresholds->Get(name(), "gain");
     d.advice =
         "The task is mostly matrix products but the kernel runs them as FFMA on CUDA cores. Use "

@@ -20,12 +20,15 @@ constexpr int kVec = 4;  // float4s per thread: 16 elements, 32 accumulators
 __global__ void __launch_bounds__(256, 8)
 poly2_many_per_thread(const float4* __restrict__ x, float4* __restrict__ p_out,
                       float4* __restrict__ q_out, int64_t n4) {
-  const int64_t base = ((int64_t)blockIdx.x * 256 + threadIdx.x) * kVec;
+  // Block b covers float4s [b*256*kVec, (b+1)*256*kVec); a thread's j-th
+  // float4 is 256 float4s after its (j-1)-th, so each warp access is
+  // contiguous (coalesced: the spills are the only flaw).
+  const int64_t base = (int64_t)blockIdx.x * 256 * kVec + threadIdx.x;
   if (base >= n4) return;
   float v[4 * kVec], p[4 * kVec], q[4 * kVec];
 #pragma unroll
   for (int j = 0; j < kVec; ++j) {
-    const float4 t = base + j < n4 ? x[base + j] : make_float4(0.f, 0.f, 0.f, 0.f);
+    const float4 t = base + 256 * j < n4 ? x[base + 256 * j] : make_float4(0.f, 0.f, 0.f, 0.f);
     v[4 * j] = t.x; v[4 * j + 1] = t.y; v[4 * j + 2] = t.z; v[4 * j + 3] = t.w;
   }
 #pragma unroll
@@ -41,9 +44,9 @@ poly2_many_per_thread(const float4* __restrict__ x, float4* __restrict__ p_out,
   }
 #pragma unroll
   for (int j = 0; j < kVec; ++j) {
-    if (base + j < n4) {
-      p_out[base + j] = make_float4(p[4 * j], p[4 * j + 1], p[4 * j + 2], p[4 * j + 3]);
-      q_out[base + j] = make_float4(q[4 * j], q[4 * j + 1], q[4 * j + 2], q[4 * j + 3]);
+    if (base + 256 * j < n4) {
+      p_out[base + 256 * j] = make_float4(p[4 * j], p[4 * j + 1], p[4 * j + 2], p[4 * j + 3]);
+      q_out[base + 256 * j] = make_float4(q[4 * j], q[4 * j + 1], q[4 * j + 2], q[4 * j + 3]);
     }
   }
 }
