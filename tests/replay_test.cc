@@ -10,6 +10,7 @@
 #include "core/json.h"
 #include "run/verdict.h"
 #include "task/bundle.h"
+#include "task/contract.h"
 #include "testing/paths.h"
 
 namespace kopt {
@@ -77,6 +78,38 @@ TEST(Replay, SeparateProcessesAgreeWithinThreePercent) {
     EXPECT_GE(lo, 0.1) << cand;  // the target is for kernels of 100 us or more
     EXPECT_LT((hi - lo) / lo, 0.03) << cand;
   }
+}
+
+// The adversarial suite's records from the H200 (tests/data/gpu/adversarial,
+// <case index in tests/adversarial/cases.json>.json): the current policy,
+// applied to the recorded worker replies, gives every case its recorded
+// verdict.
+TEST(Replay, AdversarialRecordsKeepTheirVerdicts) {
+  fs::path dir = testing::SourceDir() / "tests/data/gpu/adversarial";
+  Json cases = ReadJsonFile(testing::SourceDir() / "tests/adversarial/cases.json")["cases"];
+  int judged = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    Json j = ReadJsonFile(entry.path());
+    TaskBundle bundle = BundleFromJson(j["bundle"]);
+    const Json& rec = j["records"][0];
+    const Json& c = cases[std::stoi(entry.path().stem().string())];
+    std::string recorded = rec["outcome"]["verdict"];
+    EXPECT_EQ(recorded, c["expect"].get<std::string>()) << c["attack"];
+    if (!rec.contains("checks")) continue;  // crashed (the sandbox cases) before any check
+    Json cj = rec.value("contract", Json::object());
+    cj.erase("source");
+    Contract contract = ContractFromJson(cj, entry.path().string());
+    std::vector<std::string> reasons = JudgeChecks(rec["checks"], bundle, VerifyPolicy{}, contract);
+    std::string verdict = "incorrect";
+    if (reasons.empty()) {
+      ASSERT_TRUE(rec.contains("timing")) << c["attack"];
+      Outcome o = JudgeTiming(rec["timing"], bundle, VerifyPolicy{}, contract);
+      verdict = OutcomeName(o);
+    }
+    EXPECT_EQ(verdict, recorded) << c["attack"];
+    ++judged;
+  }
+  EXPECT_GE(judged, 28);
 }
 
 }  // namespace
