@@ -34,7 +34,7 @@ task_of() {  # tasks/<level>/solutions/<stem>[_variant].<ext> -> the task file
   done
 }
 
-step_env() {
+step_env() {  # give it 20 s: nvidia-smi and ncu --version are slow to start
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,persistence_mode --format=csv
   ncu --version | tail -1; nvcc --version | tail -1
   python3 -c 'import torch; print("torch", torch.__version__)'
