@@ -12,10 +12,7 @@
 #include "cli/context.h"
 #include "core/error.h"
 #include "core/hash.h"
-#include "diagnose/diagnose.h"
-#include "diagnose/tiers.h"
-#include "profile/profiler.h"
-#include "profile/static_profile.h"
+#include "diagnose/profile_session.h"
 #include "report/table.h"
 #include "task/task_loader.h"
 
@@ -37,114 +34,6 @@ struct ProfileArgs {
   std::string timeline = "auto";
   double max_seconds = 0.5;
 };
-
-double Since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-/// Everything one profile produced; also what --save writes and --replay reads.
-struct ProfileData {
-  std::string task_name, candidate_name, candidate_kind;
-  ProfileContext context;
-  std::vector<KernelResources> resources;
-  std::string sass_text;
-  std::string ncu_tier1, ncu_tier2;
-  Json timeline;                      ///< null when not run
-  Json outcome;                       ///< the evaluation's verdict
-  std::map<std::string, double> tier_seconds;
-  std::vector<std::string> notes;
-};
-
-Json ContextToJson(const ProfileContext& c) {
-  return Json{{"device", ToJson(c.device)},
-              {"ceilings", ToJson(c.ceilings)},
-              {"calls_profiled", c.calls_profiled},
-              {"time_ms", c.time_ms},
-              {"host_ms", c.host_ms},
-              {"min_bytes", c.min_bytes},
-              {"flops", c.flops},
-              {"matrix_flops", c.matrix_flops},
-              {"flops_by_precision", c.flops_by_precision}};
-}
-
-ProfileContext ContextFromJson(const Json& j) {
-  ProfileContext c;
-  const Json& dev = j.at("device");
-  c.device = DeviceInfoFromHello(Json{{"torch", dev.value("torch", "")}, {"device", dev}});
-  c.ceilings = CeilingsFromJson(j.at("ceilings"));
-  c.calls_profiled = j.value("calls_profiled", 1);
-  c.time_ms = j.value("time_ms", 0.0);
-  c.host_ms = j.value("host_ms", 0.0);
-  c.min_bytes = j.value("min_bytes", 0.0);
-  c.flops = j.value("flops", 0.0);
-  c.matrix_flops = j.value("matrix_flops", 0.0);
-  if (j.contains("flops_by_precision")) c.flops_by_precision = j["flops_by_precision"].get<std::map<std::string, double>>();
-  return c;
-}
-
-void Save(const ProfileData& d, const fs::path& dir) {
-  fs::create_directories(dir);
-  Json res = Json::array();
-  for (const auto& r : d.resources) res.push_back(ToJson(r));
-  WriteJsonFileAtomic(dir / "profile.json",
-                      Json{{"task", d.task_name},
-                           {"candidate", d.candidate_name},
-                           {"kind", d.candidate_kind},
-                           {"context", ContextToJson(d.context)},
-                           {"resources", res},
-                           {"timeline", d.timeline},
-                           {"outcome", d.outcome},
-                           {"tier_seconds", d.tier_seconds},
-                           {"notes", d.notes}});
-  auto write = [&](const char* name, const std::string& text) {
-    if (text.empty()) return;
-    std::ofstream f(dir / name, std::ios::binary);
-    f << text;
-  };
-  write("sass.txt", d.sass_text);
-  write("ncu_tier1.csv", d.ncu_tier1);
-  write("ncu_tier2.csv", d.ncu_tier2);
-}
-
-ProfileData Load(const fs::path& dir) {
-  if (!fs::exists(dir / "profile.json"))
-    throw Error(dir.string() + " holds no profile.json: pass a folder written by kopt profile --save");
-  Json j = ReadJsonFile(dir / "profile.json");
-  ProfileData d;
-  d.task_name = j.value("task", "");
-  d.candidate_name = j.value("candidate", "");
-  d.candidate_kind = j.value("kind", "");
-  d.context = ContextFromJson(j.at("context"));
-  for (const auto& r : j.value("resources", Json::array())) d.resources.push_back(KernelResourcesFromJson(r));
-  d.timeline = j.value("timeline", Json());
-  d.outcome = j.value("outcome", Json());
-  if (j.contains("tier_seconds")) d.tier_seconds = j["tier_seconds"].get<std::map<std::string, double>>();
-  auto read = [&](const char* name) { return fs::exists(dir / name) ? ReadTextFile(dir / name) : std::string(); };
-  d.sass_text = read("sass.txt");
-  d.ncu_tier1 = read("ncu_tier1.csv");
-  d.ncu_tier2 = read("ncu_tier2.csv");
-  return d;
-}
-
-/// Classification and diagnoses from what was collected (pure; --replay
-/// runs exactly this on saved files).
-DiagnosisReport Diagnose(const ProfileData& d, const fs::path& data_dir) {
-  NcuReport ncu = ParseNcuCsv(d.ncu_tier1);
-  if (!d.ncu_tier2.empty()) MergeNcuReports(&ncu, ParseNcuCsv(d.ncu_tier2));
-  StaticReport sr = MergeStatic(d.resources, ParseSass(d.sass_text));
-  ProfileContext ctx = d.context;
-  Thresholds thresholds = LoadThresholds(data_dir / "thresholds.json");
-  RooflineThresholds roofline = LoadRooflineThresholds(data_dir / "roofline.json");
-  DiagnosisReport report = DiagnoseProfile(ncu, sr, ctx, BuiltinTools(), thresholds, roofline);
-  report.notes.insert(report.notes.begin(), d.notes.begin(), d.notes.end());
-  return report;
-}
-
-std::set<BoundClass> ClassesOf(const DiagnosisReport& r) {
-  std::set<BoundClass> s;
-  for (const auto& k : r.kernels) s.insert(k.roofline.bound);
-  return s;
-}
 
 std::string Evidence(const Diagnosis& d) {
   std::string s;
@@ -204,13 +93,6 @@ void Print(const ProfileData& d, const DiagnosisReport& r) {
   if (!tiers.empty()) fmt::print("tier cost  {}\n", tiers);
 }
 
-Json ToJson(const ProfileData& d, const DiagnosisReport& r) {
-  return Json{{"task", d.task_name},        {"candidate", d.candidate_name}, {"kind", d.candidate_kind},
-              {"context", ContextToJson(d.context)}, {"outcome", d.outcome},
-              {"timeline", d.timeline},     {"tier_seconds", d.tier_seconds},
-              {"report", ToJson(r)}};
-}
-
 std::string PythonFor(const CommonOptions& o) {
   if (!o.python.empty()) return o.python;
   if (const char* p = std::getenv("KOPT_PYTHON"); p && *p) return p;
@@ -259,8 +141,6 @@ ProfileData Collect(const ProfileArgs& a, const fs::path& data_dir, fs::path* st
   d.context.flops_by_precision["fp32"] = bundle.flops;
   ctx.worker.reset();  // the GPU is ncu's now
 
-  // Tier 0: ptxas (from the build) and the SASS.
-  auto t0 = std::chrono::steady_clock::now();
   std::vector<BuildResult> objects;
   if (rec.build && rec.build->ok) objects.push_back(*rec.build);
   ProfileTarget target;
@@ -273,68 +153,14 @@ ProfileData Collect(const ProfileArgs& a, const fs::path& data_dir, fs::path* st
   target.cache_dir = ctx.cache_dir;
   target.arch = ctx.arch;
   target.calls = a.calls;
+  TierOptions to;
+  to.tier = a.tier;
+  to.one_pass = a.one_pass;
+  to.timeline = a.timeline;
+  to.hybrid = cand.kind == CandidateKind::kHybrid;
+  to.progress = PrintProgress;
   auto profiler = MakeProcessProfiler();
-
-  // Tier 1.
-  TierMetrics tiers = LoadTierMetrics(data_dir / "tiers.json");
-  std::vector<std::string> first_metrics = tiers.tier1;
-  if (a.one_pass) {  // every tier-2 set at once: one ncu run instead of two
-    std::set<BoundClass> all;
-    for (int c = 0; c <= static_cast<int>(BoundClass::kSmallGrid); ++c) all.insert(static_cast<BoundClass>(c));
-    for (const auto& m2 : Tier2Metrics(tiers, all)) first_metrics.push_back(m2);
-  }
-  const std::string tier_name = a.one_pass ? "ncu one pass" : "ncu tier 1";
-  PrintProgress(tier_name + " (" + std::to_string(first_metrics.size()) + " metrics)");
-  NcuRun one = profiler->Ncu(target, first_metrics);
-  d.tier_seconds[tier_name] = one.seconds;
-  if (!one.ok) throw Error("profiling failed: " + one.error);
-  d.ncu_tier1 = one.csv;
-  for (const auto& so : one.loaded_so) {  // a hybrid's kernels, built by kopt.load_cuda
-    BuildResult b;
-    b.ok = true;
-    b.so_path = so;
-    objects.push_back(b);
-  }
-  for (const auto& b : objects) {
-    StaticReport sr = StaticProfile(b);
-    d.sass_text += sr.sass_text;
-    d.resources.insert(d.resources.end(), b.resources.begin(), b.resources.end());
-    for (const auto& n : sr.notes) d.notes.push_back(n);
-  }
-  if (objects.empty()) d.notes.push_back("no compiled object of kopt's to disassemble (the candidate's kernels come from torch or load_inline)");
-  d.tier_seconds["static"] = Since(t0) - one.seconds;
-
-  // Timeline: for hybrids, and wherever one call launches several kernels.
-  double launches = static_cast<double>(one.report.kernels.size()) / std::max(1, a.calls);
-  bool want_timeline = a.timeline == "on" || (a.timeline == "auto" && (cand.kind == CandidateKind::kHybrid || launches > 1));
-  if (want_timeline) {
-    PrintProgress("timeline");
-    ProfileTarget tt = target;
-    tt.calls = std::max(a.calls, 20);
-    TimelineRun tl = profiler->Timeline(tt);
-    d.tier_seconds["timeline"] = tl.seconds;
-    if (tl.ok) {
-      d.timeline = tl.timeline;
-      // The host view of one call without kopt's timing harness around it.
-      if (cand.kind == CandidateKind::kHybrid) d.context.host_ms = tl.timeline.value("host_ms", d.context.host_ms);
-    } else {
-      d.notes.push_back("timeline: " + tl.error);
-    }
-  }
-
-  // Tier 2: the sets of the classes tier 1 found.
-  if (a.tier >= 2 && !a.one_pass) {
-    DiagnosisReport first = Diagnose(d, data_dir);
-    std::vector<std::string> more = Tier2Metrics(tiers, ClassesOf(first));
-    if (!more.empty()) {
-      PrintProgress("ncu tier 2 (" + std::to_string(more.size()) + " metrics for " +
-                    BoundClassName(first.call.bound) + ")");
-      NcuRun two = profiler->Ncu(target, more);
-      d.tier_seconds["ncu tier 2"] = two.seconds;
-      if (two.ok) d.ncu_tier2 = two.csv;
-      else d.notes.push_back("ncu tier 2: " + two.error);
-    }
-  }
+  RunProfileTiers(*profiler, target, objects, to, data_dir, &d);
   *stored = ctx.cache_dir / "profiles" / (task.name + "-" + ContentHash({cand.source}).substr(0, 16));
   return d;
 }
@@ -344,21 +170,21 @@ int RunProfile(const ProfileArgs& a) {
   ProfileData d;
   fs::path stored;
   if (!a.replay_dir.empty()) {
-    d = Load(a.replay_dir);
+    d = LoadProfile(a.replay_dir);
   } else {
     if (a.task.empty() || a.candidate.empty())
       throw Error("kopt profile needs a task and a candidate (or --replay DIR): see kopt profile --help.");
     d = Collect(a, data_dir, &stored);
   }
-  DiagnosisReport r = Diagnose(d, data_dir);
+  DiagnosisReport r = DiagnoseProfileData(d, data_dir);
   Print(d, r);
   Json j = ToJson(d, r);
   if (!stored.empty()) {  // diagnoses are kept with the candidate
-    Save(d, stored);
+    SaveProfile(d, stored);
     WriteJsonFileAtomic(stored / "diagnosis.json", j);
     fmt::print("stored     {}\n", stored.string());
   }
-  if (!a.save_dir.empty()) Save(d, a.save_dir);
+  if (!a.save_dir.empty()) SaveProfile(d, a.save_dir);
   if (!a.json_out.empty()) {
     WriteJsonFileAtomic(a.json_out, j);
     fmt::print("wrote {}\n", a.json_out);

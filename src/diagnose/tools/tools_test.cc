@@ -51,7 +51,23 @@ TEST(UncoalescedGlobal, FiresOnStridedLoads) {
                            {{metric::kGlobalLdSectors, 32e6}, {metric::kGlobalLdRequests, 1e6}}));
   ExpectWellFormed(d, "uncoalesced_global");
   EXPECT_EQ(d->evidence.at("sectors_per_request"), 32);
-  EXPECT_GT(d->estimated_gain, 0.5);
+  EXPECT_GE(d->estimated_gain, 0.5);  // without SASS the ideal is taken as 16 (float4)
+  // With the SASS saying 32-bit loads, the ideal is 4 sectors: a larger gain.
+  InstructionMix mix;
+  mix.global_loads.by_bits[32] = 2;
+  AnalysisInput in = Input(BoundClass::kMemoryDram, {{metric::kGlobalLdSectors, 32e6}, {metric::kGlobalLdRequests, 1e6}});
+  in.sass = Sass(mix);
+  auto narrow = tool->Run(in);
+  ExpectWellFormed(narrow, "uncoalesced_global");
+  EXPECT_EQ(narrow->evidence.at("ideal_sectors_per_request"), 4);
+  EXPECT_GT(narrow->estimated_gain, 0.5);
+}
+
+TEST(UncoalescedGlobal, WithoutSassSixteenSectorsMayBeCoalescedFloat4) {
+  // A float4 copy without its SASS (ncu recording on the H200: 16 sectors
+  // per request) must not be called uncoalesced.
+  EXPECT_FALSE(MakeUncoalescedGlobalTool()->Run(
+      Input(BoundClass::kMemoryDram, {{metric::kGlobalLdSectors, 2097152}, {metric::kGlobalLdRequests, 131072}})));
 }
 
 TEST(UncoalescedGlobal, QuietOnCoalescedFloat4) {

@@ -35,7 +35,9 @@ class UncoalescedGlobal : public AnalysisTool {
       auto s = GetMetric(in.metrics, side.sectors_metric);
       auto r = GetMetric(in.metrics, side.requests_metric);
       if (!s || !r || *r < in.thresholds->Get(name(), "min_requests")) continue;
-      double width_bytes = 4;
+      // Without the SASS the width is unknown: assume the widest (16 B), so
+      // only access patterns no width explains are reported.
+      double width_bytes = 16;
       if (side.widths && side.widths->Total() > 0) {
         const auto& by_bits = side.widths->by_bits;
         auto widest = std::max_element(by_bits.begin(), by_bits.end(),

@@ -1,0 +1,191 @@
+#include "diagnose/profile_session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <set>
+
+#include "core/error.h"
+#include "profile/static_profile.h"
+
+namespace kopt {
+namespace {
+
+namespace fs = std::filesystem;
+
+double Since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::set<BoundClass> ClassesOf(const DiagnosisReport& r) {
+  std::set<BoundClass> s;
+  for (const auto& k : r.kernels) s.insert(k.roofline.bound);
+  return s;
+}
+
+}  // namespace
+
+Json ToJson(const ProfileContext& c) {
+  return Json{{"device", ToJson(c.device)},
+              {"ceilings", ToJson(c.ceilings)},
+              {"calls_profiled", c.calls_profiled},
+              {"time_ms", c.time_ms},
+              {"host_ms", c.host_ms},
+              {"min_bytes", c.min_bytes},
+              {"flops", c.flops},
+              {"matrix_flops", c.matrix_flops},
+              {"flops_by_precision", c.flops_by_precision}};
+}
+
+ProfileContext ProfileContextFromJson(const Json& j) {
+  ProfileContext c;
+  const Json& dev = j.at("device");
+  c.device = DeviceInfoFromHello(Json{{"torch", dev.value("torch", "")}, {"device", dev}});
+  c.ceilings = CeilingsFromJson(j.at("ceilings"));
+  c.calls_profiled = j.value("calls_profiled", 1);
+  c.time_ms = j.value("time_ms", 0.0);
+  c.host_ms = j.value("host_ms", 0.0);
+  c.min_bytes = j.value("min_bytes", 0.0);
+  c.flops = j.value("flops", 0.0);
+  c.matrix_flops = j.value("matrix_flops", 0.0);
+  if (j.contains("flops_by_precision")) c.flops_by_precision = j["flops_by_precision"].get<std::map<std::string, double>>();
+  return c;
+}
+
+void SaveProfile(const ProfileData& d, const fs::path& dir) {
+  fs::create_directories(dir);
+  Json res = Json::array();
+  for (const auto& r : d.resources) res.push_back(ToJson(r));
+  WriteJsonFileAtomic(dir / "profile.json",
+                      Json{{"task", d.task_name},
+                           {"candidate", d.candidate_name},
+                           {"kind", d.candidate_kind},
+                           {"context", ToJson(d.context)},
+                           {"resources", res},
+                           {"timeline", d.timeline},
+                           {"outcome", d.outcome},
+                           {"tier_seconds", d.tier_seconds},
+                           {"notes", d.notes}});
+  auto write = [&](const char* name, const std::string& text) {
+    if (text.empty()) return;
+    std::ofstream f(dir / name, std::ios::binary);
+    f << text;
+  };
+  write("sass.txt", d.sass_text);
+  write("ncu_tier1.csv", d.ncu_tier1);
+  write("ncu_tier2.csv", d.ncu_tier2);
+}
+
+ProfileData LoadProfile(const fs::path& dir) {
+  if (!fs::exists(dir / "profile.json"))
+    throw Error(dir.string() + " holds no profile.json: pass a folder written by kopt profile --save");
+  Json j = ReadJsonFile(dir / "profile.json");
+  ProfileData d;
+  d.task_name = j.value("task", "");
+  d.candidate_name = j.value("candidate", "");
+  d.candidate_kind = j.value("kind", "");
+  d.context = ProfileContextFromJson(j.at("context"));
+  for (const auto& r : j.value("resources", Json::array())) d.resources.push_back(KernelResourcesFromJson(r));
+  d.timeline = j.value("timeline", Json());
+  d.outcome = j.value("outcome", Json());
+  for (const auto& n : j.value("notes", Json::array())) d.notes.push_back(n.get<std::string>());
+  if (j.contains("tier_seconds")) d.tier_seconds = j["tier_seconds"].get<std::map<std::string, double>>();
+  auto read = [&](const char* name) { return fs::exists(dir / name) ? ReadTextFile(dir / name) : std::string(); };
+  d.sass_text = read("sass.txt");
+  d.ncu_tier1 = read("ncu_tier1.csv");
+  d.ncu_tier2 = read("ncu_tier2.csv");
+  return d;
+}
+
+DiagnosisReport DiagnoseProfileData(const ProfileData& d, const fs::path& data_dir) {
+  NcuReport ncu = ParseNcuCsv(d.ncu_tier1);
+  if (!d.ncu_tier2.empty()) MergeNcuReports(&ncu, ParseNcuCsv(d.ncu_tier2));
+  StaticReport sr = MergeStatic(d.resources, ParseSass(d.sass_text));
+  ProfileContext ctx = d.context;
+  Thresholds thresholds = LoadThresholds(data_dir / "thresholds.json");
+  RooflineThresholds roofline = LoadRooflineThresholds(data_dir / "roofline.json");
+  DiagnosisReport report = DiagnoseProfile(ncu, sr, ctx, BuiltinTools(), thresholds, roofline);
+  report.notes.insert(report.notes.begin(), d.notes.begin(), d.notes.end());
+  return report;
+}
+
+Json ToJson(const ProfileData& d, const DiagnosisReport& r) {
+  return Json{{"task", d.task_name},        {"candidate", d.candidate_name}, {"kind", d.candidate_kind},
+              {"context", ToJson(d.context)}, {"outcome", d.outcome},
+              {"timeline", d.timeline},     {"tier_seconds", d.tier_seconds},
+              {"report", ToJson(r)}};
+}
+
+
+void RunProfileTiers(Profiler& profiler, const ProfileTarget& target, std::vector<BuildResult> objects,
+                     const TierOptions& o, const fs::path& data_dir, ProfileData* d) {
+  auto progress = [&](const std::string& line) {
+    if (o.progress) o.progress(line);
+  };
+  // Tier 1 (or everything at once).
+  TierMetrics tiers = LoadTierMetrics(data_dir / "tiers.json");
+  std::vector<std::string> first_metrics = tiers.tier1;
+  if (o.one_pass) {
+    std::set<BoundClass> all;
+    for (int c = 0; c <= static_cast<int>(BoundClass::kSmallGrid); ++c) all.insert(static_cast<BoundClass>(c));
+    for (const auto& m : Tier2Metrics(tiers, all)) first_metrics.push_back(m);
+  }
+  const std::string tier_name = o.one_pass ? "ncu one pass" : "ncu tier 1";
+  progress(tier_name + " (" + std::to_string(first_metrics.size()) + " metrics)");
+  NcuRun one = profiler.Ncu(target, first_metrics);
+  d->tier_seconds[tier_name] = one.seconds;
+  if (!one.ok) throw Error("profiling failed: " + one.error);
+  d->ncu_tier1 = one.csv;
+
+  // Tier 0, static: the build's object and whatever a hybrid loaded.
+  auto t0 = std::chrono::steady_clock::now();
+  for (const auto& so : one.loaded_so) {
+    BuildResult b;
+    b.ok = true;
+    b.so_path = so;
+    objects.push_back(b);
+  }
+  for (const auto& b : objects) {
+    StaticReport sr = StaticProfile(b);
+    d->sass_text += sr.sass_text;
+    d->resources.insert(d->resources.end(), b.resources.begin(), b.resources.end());
+    for (const auto& n : sr.notes) d->notes.push_back(n);
+  }
+  if (objects.empty())
+    d->notes.push_back("no compiled object of kopt's to disassemble (the candidate's kernels come from torch or "
+                       "load_inline)");
+  d->tier_seconds["static"] = Since(t0);
+
+  // Timeline: for hybrids, and wherever one call launches several kernels.
+  double launches = static_cast<double>(one.report.kernels.size()) / std::max(1, target.calls);
+  if (o.timeline == "on" || (o.timeline == "auto" && (o.hybrid || launches > 1))) {
+    progress("timeline");
+    ProfileTarget tt = target;
+    tt.calls = std::max(target.calls, o.timeline_calls);
+    TimelineRun tl = profiler.Timeline(tt);
+    d->tier_seconds["timeline"] = tl.seconds;
+    if (tl.ok) {
+      d->timeline = tl.timeline;
+      // A hybrid's host time per call without kopt's timing harness around it.
+      if (o.hybrid) d->context.host_ms = tl.timeline.value("host_ms", d->context.host_ms);
+    } else {
+      d->notes.push_back("timeline: " + tl.error);
+    }
+  }
+
+  // Tier 2: the sets of the classes tier 1 found.
+  if (o.tier >= 2 && !o.one_pass) {
+    DiagnosisReport first = DiagnoseProfileData(*d, data_dir);
+    std::vector<std::string> more = Tier2Metrics(tiers, ClassesOf(first));
+    if (!more.empty()) {
+      progress("ncu tier 2 (" + std::to_string(more.size()) + " metrics for " + BoundClassName(first.call.bound) +
+               ")");
+      NcuRun two = profiler.Ncu(target, more);
+      d->tier_seconds["ncu tier 2"] = two.seconds;
+      if (two.ok) d->ncu_tier2 = two.csv;
+      else d->notes.push_back("ncu tier 2: " + two.error);
+    }
+  }
+}
+
+}  // namespace kopt

@@ -1,0 +1,141 @@
+// The tier orchestration of kopt profile, driven by a fake Profiler that
+// answers with the ncu recording from the H200 (tests/data/ncu).
+#include "diagnose/profile_session.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "testing/paths.h"
+
+namespace kopt {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FakeProfiler : public Profiler {
+ public:
+  std::vector<std::vector<std::string>> ncu_calls;
+  std::vector<ProfileTarget> timeline_calls;
+  bool fail_tier1 = false, fail_tier2 = false;
+  Json timeline = Json{{"host_ms", 0.75}, {"kernel_launches_per_call", 10}};
+
+  NcuRun Ncu(const ProfileTarget&, const std::vector<std::string>& metrics) override {
+    ncu_calls.push_back(metrics);
+    NcuRun r;
+    r.metrics = metrics;
+    r.seconds = 1.5;
+    if ((ncu_calls.size() == 1 && fail_tier1) || (ncu_calls.size() == 2 && fail_tier2)) {
+      r.error = "ncu on the candidate failed (exit 1): ERR_NVGPUCTRPERM";
+      return r;
+    }
+    r.csv = ReadTextFile(testing::SourceDir() / "tests/data/ncu/h200_raw_page.csv");
+    r.report = ParseNcuCsv(r.csv);
+    r.ok = true;
+    return r;
+  }
+  TimelineRun Timeline(const ProfileTarget& t) override {
+    timeline_calls.push_back(t);
+    TimelineRun r;
+    r.ok = true;
+    r.timeline = timeline;
+    r.seconds = 2.5;
+    return r;
+  }
+};
+
+bool Contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+fs::path DataDir() { return testing::SourceDir() / "data/diagnose"; }
+
+TEST(ProfileTiers, Tier2AsksForTheSetsOfTheClassesTier1Found) {
+  FakeProfiler p;
+  ProfileTarget target;
+  ProfileData d;
+  RunProfileTiers(p, target, {}, TierOptions{}, DataDir(), &d);
+  TierMetrics tiers = LoadTierMetrics(DataDir() / "tiers.json");
+  ASSERT_EQ(p.ncu_calls.size(), 2u);
+  EXPECT_EQ(p.ncu_calls[0], tiers.tier1);
+  const auto& two = p.ncu_calls[1];
+  // The recording holds latency-, L1/shared-, L2-, DRAM-bound and small-grid kernels.
+  EXPECT_TRUE(Contains(two, metric::kSharedLdConflicts));
+  EXPECT_TRUE(Contains(two, std::string(metric::kStallPrefix) + "long_scoreboard" + metric::kStallSuffix));
+  EXPECT_TRUE(Contains(two, metric::kGlobalStSectors));
+  for (const auto& m : two) EXPECT_FALSE(Contains(tiers.tier1, m)) << m;
+  EXPECT_FALSE(d.ncu_tier2.empty());
+  EXPECT_EQ(d.tier_seconds.at("ncu tier 1"), 1.5);
+  EXPECT_EQ(d.tier_seconds.at("ncu tier 2"), 1.5);
+  // Ten launches in one call: the timeline runs, over at least 20 calls.
+  ASSERT_EQ(p.timeline_calls.size(), 1u);
+  EXPECT_GE(p.timeline_calls[0].calls, 20);
+  EXPECT_EQ(d.tier_seconds.at("timeline"), 2.5);
+  EXPECT_EQ(d.context.host_ms, 0);  // a cuda candidate's host clock is kopt's, not its own
+  // With no object to disassemble, the static tier says so.
+  EXPECT_TRUE(std::any_of(d.notes.begin(), d.notes.end(),
+                          [](const std::string& n) { return n.find("disassemble") != std::string::npos; }));
+}
+
+TEST(ProfileTiers, OnePassAsksOnceForEverything) {
+  FakeProfiler p;
+  TierOptions o;
+  o.one_pass = true;
+  o.timeline = "off";
+  ProfileData d;
+  RunProfileTiers(p, ProfileTarget{}, {}, o, DataDir(), &d);
+  ASSERT_EQ(p.ncu_calls.size(), 1u);
+  for (const auto& m : KoptNcuMetrics()) EXPECT_TRUE(Contains(p.ncu_calls[0], m)) << m;
+  EXPECT_TRUE(p.timeline_calls.empty());
+  EXPECT_TRUE(d.ncu_tier2.empty());
+  EXPECT_TRUE(d.tier_seconds.count("ncu one pass"));
+}
+
+TEST(ProfileTiers, HybridsGetTheTimelinesHostTime) {
+  FakeProfiler p;
+  TierOptions o;
+  o.tier = 1;
+  o.hybrid = true;
+  ProfileData d;
+  d.context.host_ms = 9;
+  RunProfileTiers(p, ProfileTarget{}, {}, o, DataDir(), &d);
+  EXPECT_EQ(p.ncu_calls.size(), 1u);  // tier 1 only
+  EXPECT_EQ(d.context.host_ms, 0.75);
+}
+
+TEST(ProfileTiers, Tier1FailureIsAnErrorLaterFailuresAreNotes) {
+  FakeProfiler p;
+  p.fail_tier1 = true;
+  ProfileData d;
+  EXPECT_THROW(RunProfileTiers(p, ProfileTarget{}, {}, TierOptions{}, DataDir(), &d), Error);
+
+  FakeProfiler q;
+  q.fail_tier2 = true;
+  ProfileData e;
+  RunProfileTiers(q, ProfileTarget{}, {}, TierOptions{}, DataDir(), &e);
+  EXPECT_TRUE(e.ncu_tier2.empty());
+  EXPECT_TRUE(std::any_of(e.notes.begin(), e.notes.end(),
+                          [](const std::string& n) { return n.rfind("ncu tier 2:", 0) == 0; }));
+}
+
+TEST(ProfileTiers, SaveThenLoadThenDiagnoseIsTheSame) {
+  FakeProfiler p;
+  ProfileData d;
+  d.task_name = "fixtures";
+  d.context.device.sm_count = 132;
+  d.context.ceilings.bandwidth_bytes_per_s = 4.67e12;
+  d.context.time_ms = 4.2;
+  RunProfileTiers(p, ProfileTarget{}, {}, TierOptions{}, DataDir(), &d);
+  fs::path dir = testing::ScratchDir("profile-session");
+  SaveProfile(d, dir);
+  ProfileData back = LoadProfile(dir);
+  EXPECT_EQ(back.task_name, "fixtures");
+  EXPECT_EQ(back.context.device.sm_count, 132);
+  EXPECT_EQ(back.ncu_tier1, d.ncu_tier1);
+  EXPECT_EQ(ToJson(DiagnoseProfileData(back, DataDir())), ToJson(DiagnoseProfileData(d, DataDir())));
+  EXPECT_THROW(LoadProfile(dir / "nothing"), Error);
+}
+
+}  // namespace
+}  // namespace kopt
