@@ -7,7 +7,8 @@
 #
 # Steps: env, ncu_record, repeat, bench_solutions, bench_all, adversarial,
 #        zoo, gpu_tests, sandbox. The kopt binary is $KOPT (default build/kopt);
-# test binaries are looked up beside it ($KOPT_TESTS, default build/tests).
+# the GPU test binaries are $KOPT_TESTS/gpu_*_test (default build/tests; carry
+# stripped copies, e.g. in .devbin, and point KOPT_TESTS there).
 # Results go to $W (default /tmp/kopt-gpu-steps)/<step>/.
 set -u
 archive=$1; shift
@@ -61,6 +62,7 @@ step_zoo() {
   KOPT="$K" tests/profile_zoo/run.sh "$1" "${ZOO_FILTER:-}"
 }
 step_gpu_tests() {
+  export KOPT_BIN="$(cd "$(dirname "$K")" && pwd)/$(basename "$K")"
   for t in "$T"/gpu_*_test; do [ -x "$t" ] && "$t" --gtest_brief=1; done
   (cd python && python3 -m pytest -q tests/test_gpu.py)
 }

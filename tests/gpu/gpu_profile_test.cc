@@ -1,0 +1,55 @@
+// On a real GPU with Nsight Compute: kopt profile end to end on a shipped
+// solution and on a zoo kernel with a known flaw.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "core/json.h"
+#include "core/subprocess.h"
+#include "profile/profiler.h"
+#include "testing/paths.h"
+
+namespace kopt {
+namespace {
+
+Json Profile(const std::string& task, const std::string& cand, const std::string& name) {
+  auto root = testing::SourceDir();
+  auto out = testing::ScratchDir("gpu-profile") / (name + ".json");
+  ProcessOptions o;
+  o.timeout_s = 300;
+  o.env["KOPT_CACHE"] = testing::ScratchDir("gpu-profile-cache").string();
+  // KOPT_BIN: a kopt binary carried to the GPU machine (bench/gpu_steps.sh).
+  const char* bin = std::getenv("KOPT_BIN");
+  ProcessResult r = RunProcess({bin && *bin ? bin : KOPT_BINARY, "profile", (root / task).string(), (root / cand).string(),
+                                "--max-seconds", "0.2", "--json", out.string()},
+                               o);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  return r.exit_code == 0 ? ReadJsonFile(out) : Json();
+}
+
+TEST(GpuProfile, ReluSolutionIsDramBoundAndClean) {
+  KOPT_REQUIRE_GPU();
+  if (FindNcu().empty()) GTEST_SKIP() << "needs ncu";
+  Json j = Profile("tasks/level1/01_relu.py", "tasks/level1/solutions/01_relu.cu", "relu");
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["report"]["kernels"][0]["roofline"]["bound"], "memory.dram");
+  for (const auto& k : j["report"]["kernels"])
+    for (const auto& d : k["diagnoses"]) EXPECT_NE(d["severity"], "critical") << d["tool"];
+  EXPECT_TRUE(j["tier_seconds"].contains("ncu tier 1"));
+  EXPECT_TRUE(j["tier_seconds"].contains("static"));
+}
+
+TEST(GpuProfile, BankConflictsAreFoundOnTheUnpaddedTranspose) {
+  KOPT_REQUIRE_GPU();
+  if (FindNcu().empty()) GTEST_SKIP() << "needs ncu";
+  Json j = Profile("tests/profile_zoo/tasks/transpose.py", "tests/profile_zoo/candidates/transpose_unpadded.cu",
+                   "transpose");
+  ASSERT_TRUE(j.is_object());
+  bool found = false;
+  for (const auto& k : j["report"]["kernels"])
+    for (const auto& d : k["diagnoses"]) found |= d["tool"] == "bank_conflicts";
+  EXPECT_TRUE(found);
+}
+
+}  // namespace
+}  // namespace kopt
