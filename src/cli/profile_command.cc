@@ -30,6 +30,7 @@ struct ProfileArgs {
   std::string replay_dir;
   int tier = 2;
   bool one_pass = false;
+  bool source = false;
   int calls = 1;
   std::string timeline = "auto";
   double max_seconds = 0.5;
@@ -85,6 +86,17 @@ void Print(const ProfileData& d, const DiagnosisReport& r) {
       std::string moves;
       for (const auto& m : it.d->suggested_moves) moves += (moves.empty() ? "" : ", ") + m;
       fmt::print("      moves: {}\n", moves);
+    }
+  }
+  if (!d.ncu_source.empty()) {
+    SourceHotspots h = ParseSourcePage(d.ncu_source, 5);
+    if (!h.error.empty()) {
+      fmt::print("\nsource counters: {}\n", h.error);
+    } else {
+      fmt::print("\nhottest instructions ({} stall samples in all)\n", h.total_samples);
+      for (const auto& l : h.top)
+        fmt::print("  {:>5.1f}%  {:<10} {}\n", h.total_samples > 0 ? 100 * l.stall_samples / h.total_samples : 0.0,
+                   l.address, l.source);
     }
   }
   for (const auto& n : r.notes) fmt::print("note       {}\n", n);
@@ -158,6 +170,7 @@ ProfileData Collect(const ProfileArgs& a, const fs::path& data_dir, fs::path* st
   to.one_pass = a.one_pass;
   to.timeline = a.timeline;
   to.hybrid = cand.kind == CandidateKind::kHybrid;
+  to.source = a.source;
   to.progress = PrintProgress;
   auto profiler = MakeProcessProfiler();
   RunProfileTiers(*profiler, target, objects, to, data_dir, &d);
@@ -206,6 +219,9 @@ void AddProfileCommand(CLI::App* app, int* exit_code) {
       ->capture_default_str();
   cmd->add_flag("--one-pass", args->one_pass,
                "Collect tier 1 and every class's tier-2 metrics in one ncu run (for recording fixtures)");
+  cmd->add_flag("--source", args->source,
+               "Also collect source-level counters (SASS lines with their stall samples) of the kernel taking the "
+               "most time");
   cmd->add_option("--calls", args->calls, "Forward calls profiled by ncu, after 3 warm-up calls")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();

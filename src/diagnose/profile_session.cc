@@ -74,6 +74,7 @@ void SaveProfile(const ProfileData& d, const fs::path& dir) {
   write("sass.txt", d.sass_text);
   write("ncu_tier1.csv", d.ncu_tier1);
   write("ncu_tier2.csv", d.ncu_tier2);
+  write("ncu_source.csv", d.ncu_source);
 }
 
 ProfileData LoadProfile(const fs::path& dir) {
@@ -94,6 +95,7 @@ ProfileData LoadProfile(const fs::path& dir) {
   d.sass_text = read("sass.txt");
   d.ncu_tier1 = read("ncu_tier1.csv");
   d.ncu_tier2 = read("ncu_tier2.csv");
+  d.ncu_source = read("ncu_source.csv");
   return d;
 }
 
@@ -109,11 +111,23 @@ DiagnosisReport DiagnoseProfileData(const ProfileData& d, const fs::path& data_d
   return report;
 }
 
+Json HotspotsJson(const std::string& csv) {
+  if (csv.empty()) return nullptr;
+  SourceHotspots h = ParseSourcePage(csv);
+  Json top = Json::array();
+  for (const auto& l : h.top)
+    top.push_back(Json{{"address", l.address}, {"source", l.source}, {"stall_samples", l.stall_samples},
+                       {"executed", l.executed}});
+  Json j{{"total_samples", h.total_samples}, {"stall_column", h.stall_column}, {"top", top}};
+  if (!h.error.empty()) j["error"] = h.error;
+  return j;
+}
+
 Json ToJson(const ProfileData& d, const DiagnosisReport& r) {
   return Json{{"task", d.task_name},        {"candidate", d.candidate_name}, {"kind", d.candidate_kind},
               {"context", ToJson(d.context)}, {"outcome", d.outcome},
               {"timeline", d.timeline},     {"tier_seconds", d.tier_seconds},
-              {"report", ToJson(r)}};
+              {"report", ToJson(r)}, {"hotspots", HotspotsJson(d.ncu_source)}};
 }
 
 
@@ -171,6 +185,26 @@ void RunProfileTiers(Profiler& profiler, const ProfileTarget& target, std::vecto
     } else {
       d->notes.push_back("timeline: " + tl.error);
     }
+  }
+
+  // The champion's source-level counters: the kernel taking the most time.
+  if (o.source && !one.report.kernels.empty()) {
+    std::map<std::string, double> time_by_name;
+    for (const auto& k : one.report.kernels) time_by_name[k.name] += MetricOr(k.metrics, metric::kDuration);
+    auto top = std::max_element(time_by_name.begin(), time_by_name.end(),
+                                [](const auto& a, const auto& b) { return a.second < b.second; });
+    std::string base = top->first.substr(0, top->first.find_first_of("(<"));
+    if (base.rfind("void ", 0) == 0) base = base.substr(5);
+    std::string regex;
+    for (char c : base) {
+      if (std::string("\\^$.|?*+()[]{}").find(c) != std::string::npos) regex += '\\';
+      regex += c;
+    }
+    progress("ncu source counters of " + base);
+    NcuRun src = profiler.Source(target, "^" + regex);
+    d->tier_seconds["ncu source"] = src.seconds;
+    if (src.ok) d->ncu_source = src.csv;
+    else d->notes.push_back("source counters: " + src.error);
   }
 
   // Tier 2: the sets of the classes tier 1 found.

@@ -24,6 +24,7 @@ struct ProfileData {
   std::vector<KernelResources> resources;
   std::string sass_text;
   std::string ncu_tier1, ncu_tier2;
+  std::string ncu_source;             ///< the champion kernel's source page (--source)
   Json timeline;                      ///< null when not run
   Json outcome;                       ///< the evaluation's verdict
   std::map<std::string, double> tier_seconds;
@@ -52,13 +53,15 @@ struct TierOptions {
   std::string timeline = "auto"; ///< auto (hybrids, multi-kernel calls), on, off
   bool hybrid = false;           ///< the candidate is a ModelNew file
   int timeline_calls = 20;
+  bool source = false;           ///< source-level counters of the kernel taking the most time
   std::function<void(const std::string&)> progress;
 };
 
 /// Runs the tiers on `target` through `profiler` and fills `d`: ncu tier 1
 /// (or the one pass), the static tier on `objects` and on every shared object
 /// a hybrid loaded, the timeline when asked for, and tier 2 with the sets of
-/// the classes tier 1 found. Wall seconds of each land in d->tier_seconds.
+/// the classes tier 1 found, and (options.source) the source-level counters
+/// of the kernel that takes the most time. Wall seconds of each land in d->tier_seconds.
 /// Throws kopt::Error when tier 1 fails; later tiers' failures are notes.
 void RunProfileTiers(Profiler& profiler, const ProfileTarget& target, std::vector<BuildResult> objects,
                      const TierOptions& options, const std::filesystem::path& data_dir, ProfileData* d);

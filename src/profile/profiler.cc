@@ -1,9 +1,11 @@
 #include "profile/profiler.h"
 
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <algorithm>
 #include <fstream>
 
 #include "core/subprocess.h"
@@ -107,6 +109,47 @@ class ProcessProfiler : public Profiler {
     return run;
   }
 
+  NcuRun Source(const ProfileTarget& target, const std::string& kernel) override {
+    NcuRun run;
+    if (ncu_.empty()) {
+      run.error = "Nsight Compute (ncu) was not found; install it or set KOPT_NCU to its path";
+      return run;
+    }
+    char tmpl[] = "/tmp/kopt-ncu-src-XXXXXX";
+    if (!mkdtemp(tmpl)) {
+      run.error = "cannot create a temporary folder for ncu's report";
+      return run;
+    }
+    std::filesystem::path dir = tmpl;
+    std::string rep = (dir / "source").string();
+    std::vector<std::string> argv = {ncu_,          "--clock-control", "none", "--profile-from-start", "off",
+                                     "--section",   "SourceCounters",  "--section", "WarpStateStats",
+                                     "--kernel-name", "regex:" + kernel, "--launch-count", "1",
+                                     "--export",    rep,               "--force-overwrite"};
+    for (const auto& a : RunnerArgs(target, "ncu")) argv.push_back(a);
+    auto t0 = std::chrono::steady_clock::now();
+    ProcessResult r = RunProcess(argv, RunnerEnv(target));
+    if (r.ok()) {
+      ProcessOptions po;
+      po.timeout_s = 120;
+      ProcessResult p = RunProcess({ncu_, "--import", rep + ".ncu-rep", "--page", "source", "--csv",
+                                    "--print-source", "sass"},
+                                   po);
+      if (p.ok()) {
+        run.csv = p.out;
+        run.ok = true;
+      } else {
+        run.error = Failure("reading ncu's source page", p);
+      }
+    } else {
+      run.error = Failure("ncu's source counters", r);
+    }
+    run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    return run;
+  }
+
   TimelineRun Timeline(const ProfileTarget& target) override {
     TimelineRun run;
     auto t0 = std::chrono::steady_clock::now();
@@ -142,6 +185,62 @@ std::string FindNcu() {
 std::unique_ptr<Profiler> MakeProcessProfiler(std::string ncu) {
   if (ncu.empty()) ncu = FindNcu();
   return std::make_unique<ProcessProfiler>(std::move(ncu));
+}
+
+SourceHotspots ParseSourcePage(const std::string& csv, size_t top) {
+  SourceHotspots h;
+  std::vector<std::string> header;
+  int addr = -1, src = -1, stall = -1, exec = -1;
+  std::vector<SourceLine> lines;
+  size_t pos = 0;
+  while (pos < csv.size()) {
+    size_t end = csv.find('\n', pos);
+    if (end == std::string::npos) end = csv.size();
+    std::string line = csv.substr(pos, end - pos);
+    pos = end + 1;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] != '"') continue;
+    std::vector<std::string> cells = SplitCsvRecord(line);
+    if (header.empty()) {
+      for (size_t i = 0; i < cells.size(); ++i) {
+        const std::string& c = cells[i];
+        if (addr < 0 && c.find("Address") != std::string::npos) addr = static_cast<int>(i);
+        if (src < 0 && c == "Source") src = static_cast<int>(i);
+        if (c.find("Stall Sampling") != std::string::npos && c.find("All") != std::string::npos && stall < 0)
+          stall = static_cast<int>(i);
+        if (exec < 0 && c.find("Instructions Executed") != std::string::npos && c.find("Thread") == std::string::npos)
+          exec = static_cast<int>(i);
+      }
+      if (stall < 0)
+        for (size_t i = 0; i < cells.size() && stall < 0; ++i)
+          if (cells[i].find("Stall Sampling") != std::string::npos) stall = static_cast<int>(i);
+      if (addr >= 0 && src >= 0) {
+        header = cells;
+        if (stall >= 0) h.stall_column = cells[stall];
+      } else {
+        addr = src = stall = exec = -1;
+      }
+      continue;
+    }
+    auto cell = [&](int i) { return i >= 0 && i < static_cast<int>(cells.size()) ? cells[i] : std::string(); };
+    SourceLine l;
+    l.address = cell(addr);
+    l.source = cell(src);
+    l.stall_samples = ParseNcuNumber(cell(stall)).value_or(0);
+    l.executed = ParseNcuNumber(cell(exec)).value_or(0);
+    h.total_samples += l.stall_samples;
+    lines.push_back(std::move(l));
+  }
+  if (header.empty()) {
+    h.error = "no source table (a header with Address and Source columns) in ncu's output";
+    return h;
+  }
+  if (stall < 0) h.error = "the source table has no stall-sampling column";
+  std::stable_sort(lines.begin(), lines.end(),
+                   [](const SourceLine& a, const SourceLine& b) { return a.stall_samples > b.stall_samples; });
+  if (lines.size() > top) lines.resize(top);
+  h.top = std::move(lines);
+  return h;
 }
 
 Json ProfileRunJson(const std::string& text) {

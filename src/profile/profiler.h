@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -52,7 +53,41 @@ class Profiler {
   /// Profiles `target.calls` calls after the warm-up with `metrics`.
   virtual NcuRun Ncu(const ProfileTarget& target, const std::vector<std::string>& metrics) = 0;
   virtual TimelineRun Timeline(const ProfileTarget& target) = 0;
+  /// Source-level counters of one kernel (the champion's): ncu's
+  /// SourceCounters and WarpStateStats sections for the first launch whose
+  /// name matches `kernel`, printed as the source page (SASS, one row per
+  /// instruction, CSV) in `csv`. Not every profiler has it.
+  virtual NcuRun Source(const ProfileTarget& target, const std::string& kernel) {
+    (void)target;
+    (void)kernel;
+    NcuRun r;
+    r.error = "this profiler collects no source-level counters";
+    return r;
+  }
 };
+
+/// One SASS instruction of the source page, with its counters.
+struct SourceLine {
+  std::string address;
+  std::string source;        ///< the instruction as ncu prints it
+  double stall_samples = 0;  ///< warp-state samples at this PC (all reasons)
+  double executed = 0;       ///< warp-level instructions executed
+};
+
+/// The instructions that hold most of the stall samples.
+struct SourceHotspots {
+  double total_samples = 0;
+  std::vector<SourceLine> top;  ///< largest first
+  std::string stall_column;     ///< the column the samples came from
+  std::string error;            ///< when no source table was found
+};
+
+/// Reads `ncu --page source --csv --print-source sass`: finds the header row
+/// (an "Address" and a "Source" column), takes the stall samples from the
+/// first column named like "Warp Stall Sampling (All Samples)" (else any
+/// "Stall Sampling" column) and executions from "Instructions Executed";
+/// keeps the `top` rows by samples.
+SourceHotspots ParseSourcePage(const std::string& csv, size_t top = 10);
 
 /// $KOPT_NCU, then ncu on PATH, then /usr/local/cuda/bin/ncu; empty when none.
 std::string FindNcu();

@@ -14,4 +14,9 @@ ncu --clock-control none --csv --page raw --metrics "$metrics" "$bin" > "$here/h
 ncu --clock-control none --csv --page raw --print-units base --metrics "$metrics" "$bin" \
   > "$here/h200_raw_page_base_units.csv"
 ncu --clock-control none --csv --metrics "$metrics" "$bin" > "$here/h200_details_page.csv"
+# The source page of one kernel (kopt profile --source reads this layout).
+rep="$(dirname "$bin")/source"
+ncu --clock-control none --section SourceCounters --section WarpStateStats --kernel-name regex:^transpose_naive \
+  --launch-count 1 --export "$rep" --force-overwrite "$bin" > /dev/null
+ncu --import "$rep.ncu-rep" --page source --csv --print-source sass > "$here/h200_source_page.csv"
 echo "recorded: $(ls "$here"/h200_*)"
