@@ -3,10 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
-#include <fstream>
-#include <set>
 
 #include "cli/commands.h"
 #include "cli/context.h"
@@ -124,6 +121,7 @@ ProfileData Collect(const ProfileArgs& a, const fs::path& data_dir, fs::path* st
   ctx.evaluator->Prebuild({cand});
   TaskBundle bundle = ctx.evaluator->Bundle(task, /*baselines=*/false, false);
   EvalOptions opt;
+  opt.contract = ResolveContract(task, ContractOverrides{});  // the task's own contract file, if any
   opt.timing["max_seconds"] = a.max_seconds;
   PrintProgress("verifying and timing " + cand.name);
   EvalRecord rec = ctx.evaluator->Evaluate(task, bundle, cand, opt);
