@@ -84,6 +84,10 @@ struct AnalysisInput {
   double min_bytes = 0;      ///< TaskBundle::min_bytes; 0: unknown
   double flops = 0;          ///< all FLOPs of the call
   double matrix_flops = 0;   ///< of which in matrix products / convolutions
+  // The timeline tier's view of one call; negative: the timeline did not run.
+  double gap_ms = -1;        ///< GPU idle between kernels
+  double copies = -1;        ///< memcpy operations
+  double syncs = -1;         ///< host synchronisations
 };
 
 class AnalysisTool {

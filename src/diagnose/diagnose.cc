@@ -108,6 +108,9 @@ DiagnosisReport DiagnoseProfile(const NcuReport& ncu, const StaticReport& static
   in.host_ms = ctx.host_ms;
   in.kernel_ms = kernel_ms_per_call;
   in.kernel_launches = launches_per_call;
+  in.gap_ms = ctx.gap_ms;
+  in.copies = ctx.copies;
+  in.syncs = ctx.syncs;
   report.call_diagnoses = RunTools(registry, in);
   return report;
 }

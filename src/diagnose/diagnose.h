@@ -25,6 +25,10 @@ struct ProfileContext {
   double flops = 0;           ///< TaskBundle::flops
   double matrix_flops = 0;    ///< TaskBundle::matrix_flops
   std::map<std::string, double> flops_by_precision;  ///< for the call's floor
+  // From the timeline tier (PyTorch profiler), per call; negative: not run.
+  double gap_ms = -1;         ///< GPU idle between the call's first and last kernel
+  double copies = -1;         ///< memcpy operations
+  double syncs = -1;          ///< host synchronisations (stream/device sync, blocking copies)
 };
 
 struct KernelFindings {

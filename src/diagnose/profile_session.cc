@@ -104,6 +104,11 @@ DiagnosisReport DiagnoseProfileData(const ProfileData& d, const fs::path& data_d
   if (!d.ncu_tier2.empty()) MergeNcuReports(&ncu, ParseNcuCsv(d.ncu_tier2));
   StaticReport sr = MergeStatic(d.resources, ParseSass(d.sass_text));
   ProfileContext ctx = d.context;
+  if (d.timeline.is_object()) {  // the timeline tier's per-call figures
+    ctx.gap_ms = d.timeline.value("gap_ms_per_call", -1.0);
+    ctx.copies = d.timeline.value("copies_per_call", -1.0);
+    ctx.syncs = d.timeline.value("syncs_per_call", -1.0);
+  }
   Thresholds thresholds = LoadThresholds(data_dir / "thresholds.json");
   RooflineThresholds roofline = LoadRooflineThresholds(data_dir / "roofline.json");
   DiagnosisReport report = DiagnoseProfile(ncu, sr, ctx, BuiltinTools(), thresholds, roofline);

@@ -121,6 +121,24 @@ TEST(ProfileTiers, HybridsGetTheTimelinesHostTime) {
   RunProfileTiers(p, ProfileTarget{}, {}, o, DataDir(), &d);
   EXPECT_EQ(p.ncu_calls.size(), 1u);  // tier 1 only
   EXPECT_EQ(d.context.host_ms, 0.75);
+
+  // The timeline's synchronisations reach the call-level tools: kernels run
+  // 4.2 ms of a 20 ms call, and the host synchronised three times.
+  FakeProfiler q;
+  q.timeline = Json{{"host_ms", 20.5}, {"syncs_per_call", 3}, {"copies_per_call", 2}, {"gap_ms_per_call", 15.0}};
+  ProfileData e;
+  e.context.time_ms = 20;
+  e.context.device.sm_count = 132;
+  RunProfileTiers(q, ProfileTarget{}, {}, o, DataDir(), &e);
+  DiagnosisReport r = DiagnoseProfileData(e, DataDir());
+  EXPECT_EQ(r.call.bound, BoundClass::kLaunchHost);
+  auto host = std::find_if(r.call_diagnoses.begin(), r.call_diagnoses.end(),
+                           [](const Diagnosis& x) { return x.tool == "host_overhead"; });
+  ASSERT_NE(host, r.call_diagnoses.end());
+  EXPECT_EQ(host->evidence.at("syncs_per_call"), 3);
+  auto many = std::find_if(r.call_diagnoses.begin(), r.call_diagnoses.end(),
+                           [](const Diagnosis& x) { return x.tool == "many_small_kernels"; });
+  if (many != r.call_diagnoses.end()) EXPECT_EQ(many->evidence.at("gap_ms_per_call"), 15.0);
 }
 
 TEST(ProfileTiers, Tier1FailureIsAnErrorLaterFailuresAreNotes) {

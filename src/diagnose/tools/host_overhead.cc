@@ -28,13 +28,25 @@ class HostOverhead : public AnalysisTool {
     }
     if (!idle && !host_slow) return std::nullopt;
     d.estimated_gain = idle ? 1 - busy : 1 - in.time_ms / in.host_ms;
+    // What the timeline saw the host doing, when it ran.
+    std::string seen;
+    if (in.syncs > 0) {
+      d.evidence["syncs_per_call"] = in.syncs;
+      seen += fmt::format(" The timeline shows {:.0f} host synchronisation(s) per call", in.syncs);
+    }
+    if (in.copies > 0) {
+      d.evidence["copies_per_call"] = in.copies;
+      seen += fmt::format("{} {:.0f} memory cop{} per call", seen.empty() ? " The timeline shows" : " and",
+                          in.copies, in.copies == 1 ? "y" : "ies");
+    }
+    if (!seen.empty()) seen += ": each one stops the GPU until the host catches up.";
     d.advice = idle
         ? fmt::format("Kernels keep the GPU busy only {:.0f}% of the call. Remove host work "
                       "between launches: no tensor allocation, .item(), .cpu() or synchronize "
-                      "inside forward; precompute constants once; use a CUDA graph.", 100 * busy)
+                      "inside forward; precompute constants once; use a CUDA graph.{}", 100 * busy, seen)
         : fmt::format("The call takes {:.3f} ms on the host clock against {:.3f} ms on the GPU: "
                       "Python or launch overhead dominates. Launch fewer, bigger kernels and "
-                      "avoid per-call setup.", in.host_ms, in.time_ms);
+                      "avoid per-call setup.{}", in.host_ms, in.time_ms, seen);
     d.suggested_moves = {"remove_host_sync", "preallocate_outputs", "cuda_graph", "fuse_kernels"};
     return Finish(*this, in, std::move(d));
   }

@@ -23,7 +23,14 @@ class ManySmallKernels : public AnalysisTool {
     d.evidence = {{"kernel_launches", static_cast<double>(in.kernel_launches)},
                   {"mean_kernel_us", mean_us},
                   {"time_ms", in.time_ms}};
+    // The gaps the timeline measured between the call's kernels, else the
+    // modelled launch cost of each extra launch; plus the intermediate traffic
+    // fusion removes, which only the fused kernel would show.
     double launch_ms = (in.kernel_launches - 1) * in.thresholds->Get(name(), "launch_cost_us") / 1e3;
+    if (in.gap_ms >= 0) {
+      launch_ms = in.gap_ms;
+      d.evidence["gap_ms_per_call"] = in.gap_ms;
+    }
     d.estimated_gain = std::min(launch_ms / in.time_ms, 1.0);
     d.advice = fmt::format(
         "One call launches {} kernels averaging {:.1f} us each. Fuse them into one kernel (the "

@@ -369,6 +369,12 @@ TEST(ManySmallKernels, FiresOnAChainOfTinyLaunches) {
   auto d = MakeManySmallKernelsTool()->Run(in);
   ExpectWellFormed(d, "many_small_kernels");
   EXPECT_NEAR(d->evidence.at("mean_kernel_us"), 3, 1e-9);
+  // With the timeline, the measured gaps set the gain instead of the model.
+  in.gap_ms = 0.045;
+  auto t = MakeManySmallKernelsTool()->Run(in);
+  ExpectWellFormed(t, "many_small_kernels");
+  EXPECT_NEAR(t->estimated_gain, 0.5, 1e-9);
+  EXPECT_EQ(t->evidence.at("gap_ms_per_call"), 0.045);
 }
 
 TEST(ManySmallKernels, QuietOnOneOrLongKernels) {
@@ -392,6 +398,14 @@ TEST(HostOverhead, FiresWhenTheGpuIdles) {
   auto d = MakeHostOverheadTool()->Run(in);
   ExpectWellFormed(d, "host_overhead");
   EXPECT_NEAR(d->estimated_gain, 0.8, 1e-9);
+  EXPECT_FALSE(d->evidence.count("syncs_per_call"));  // no timeline: nothing said about it
+  // The timeline's synchronisations and copies become evidence and advice.
+  in.syncs = 2;
+  in.copies = 2;
+  d = MakeHostOverheadTool()->Run(in);
+  ExpectWellFormed(d, "host_overhead");
+  EXPECT_EQ(d->evidence.at("syncs_per_call"), 2);
+  EXPECT_NE(d->advice.find("2 host synchronisation(s) per call and 2 memory copies"), std::string::npos) << d->advice;
 }
 
 TEST(HostOverhead, FiresOnSlowHostClock) {
