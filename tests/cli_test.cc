@@ -66,6 +66,11 @@ TEST(Cli, ProfileReplaysASavedProfile) {
   KoptRun bad = Kopt({"profile", "--replay", (dir / "missing").string()});
   EXPECT_EQ(bad.r.exit_code, 2);
   EXPECT_NE(bad.r.err.find("holds no profile.json"), std::string::npos) << bad.all();
+  fs::path broken = testing::ScratchDir("profile-replay-broken");
+  WriteJsonFileAtomic(broken / "profile.json", Json{{"task", 1}});
+  KoptRun worse = Kopt({"profile", "--replay", broken.string()});
+  EXPECT_EQ(worse.r.exit_code, 2) << worse.all();  // one sentence, not an internal error
+  EXPECT_NE(worse.r.err.find("is not a profile kopt wrote"), std::string::npos) << worse.all();
 }
 
 TEST(Cli, BadInputIsOneSentenceNotACrash) {

@@ -77,10 +77,23 @@ void SaveProfile(const ProfileData& d, const fs::path& dir) {
   write("ncu_source.csv", d.ncu_source);
 }
 
+static ProfileData ProfileFromJson(const Json& j, const fs::path& dir);
+
 ProfileData LoadProfile(const fs::path& dir) {
   if (!fs::exists(dir / "profile.json"))
     throw Error(dir.string() + " holds no profile.json: pass a folder written by kopt profile --save");
   Json j = ReadJsonFile(dir / "profile.json");
+  try {
+    return ProfileFromJson(j, dir);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error((dir / "profile.json").string() + " is not a profile kopt wrote (" + e.what() +
+                "): profile the candidate again with kopt profile --save");
+  }
+}
+
+static ProfileData ProfileFromJson(const Json& j, const fs::path& dir) {
   ProfileData d;
   d.task_name = j.value("task", "");
   d.candidate_name = j.value("candidate", "");
@@ -116,6 +129,8 @@ DiagnosisReport DiagnoseProfileData(const ProfileData& d, const fs::path& data_d
   return report;
 }
 
+namespace {
+
 Json HotspotsJson(const std::string& csv) {
   if (csv.empty()) return nullptr;
   SourceHotspots h = ParseSourcePage(csv);
@@ -127,6 +142,8 @@ Json HotspotsJson(const std::string& csv) {
   if (!h.error.empty()) j["error"] = h.error;
   return j;
 }
+
+}  // namespace
 
 Json ToJson(const ProfileData& d, const DiagnosisReport& r) {
   return Json{{"task", d.task_name},        {"candidate", d.candidate_name}, {"kind", d.candidate_kind},
