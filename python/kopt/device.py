@@ -112,14 +112,18 @@ class Device:
             return None
         return energy.total_energy_mj(self.index)
 
-    def timer(self, pre=None):
+    def timer(self, pre=None, head_start_us: float = 0.0):
         """Returns a callable that times one call: (fn) -> (event_ms|None, host_ms).
 
         `pre` (the L2 flush) is enqueued after the synchronize and before the
-        start event: the GPU is busy with it while the host gets to the call,
-        so the start event is stamped when the flush ends and the host's own
-        launch latency (kopt's Python and ctypes, some 20 us) does not count as
-        GPU time. The host clock includes the flush; so does the empty call's.
+        start event, behind a kernel that spins for `head_start_us`: the GPU
+        is busy with both while the host gets to the call, so the start event
+        is stamped after the call's first launch is queued and the host's own
+        launch latency (kopt's Python and ctypes, 20-50 us, more when the host
+        is busy) does not count as GPU time. Measured on the H200: with the
+        flush alone (~30 us) the host's jitter leaked into the events and one
+        process's median ran 5% slow. The host clock includes the spin and the
+        flush; so does the empty call's.
 
         Only the functions saved at start-up (integrity.ORIG) are used, so a
         candidate that patches torch.cuda.Event, synchronize or the clocks
@@ -129,10 +133,15 @@ class Device:
             end = ORIG.Event(enable_timing=True)
             sync, record, elapsed, clock = ORIG.synchronize, ORIG.event_record, ORIG.event_elapsed, ORIG.perf_counter_ns
             stream = ORIG.current_stream(self.index)
+            spin = ORIG.spin if head_start_us > 0 else None
+            mhz = self.info().get("max_sm_clock_mhz") or 2000.0
+            cycles = int(head_start_us * mhz)  # at a lower clock the spin only lasts longer
 
             def run(fn):
                 sync()
                 t0 = clock()
+                if spin is not None:
+                    spin(cycles)
                 if pre is not None:
                     pre()
                 record(start, stream)

@@ -37,7 +37,7 @@ _WATCHED: List[Tuple[str, str]] = [
     ("torch", "randn"), ("torch", "rand"), ("torch", "tensor"),
     ("torch.linalg", "vector_norm"),
     ("torch.cuda", "synchronize"), ("torch.cuda", "Event"), ("torch.cuda", "empty_cache"),
-    ("torch.cuda", "current_stream"), ("torch.cuda", "Stream"),
+    ("torch.cuda", "current_stream"), ("torch.cuda", "Stream"), ("torch.cuda", "_sleep"),
     ("torch.cuda.Event", "record"), ("torch.cuda.Event", "elapsed_time"), ("torch.cuda.Event", "synchronize"),
     ("torch.cuda.Event", "query"),
     ("torch.Tensor", "clone"), ("torch.Tensor", "copy_"), ("torch.Tensor", "item"), ("torch.Tensor", "to"),
@@ -104,6 +104,7 @@ def install() -> None:
         ORIG.current_stream = torch.cuda.current_stream
     except AttributeError:
         pass
+    ORIG.spin = getattr(torch.cuda, "_sleep", None)  # a kernel that spins for N clock cycles
     # kopt's own functions and the saved references themselves: a patch aimed
     # at the harness (kopt.device.Device.timer, kopt.integrity.ORIG.synchronize)
     # is tampering too.

@@ -103,6 +103,10 @@ def test_time_cuda(gpu_worker, cache):
         assert len(s["event_ms"]) == len(s["host_ms"]) >= 20
     assert "compile" in r["samples"]
     assert r["meta"]["clock"] == "event" and r["meta"]["flush_bytes"] > 0
+    # The head start spins the GPU ahead of the flush: an empty call's host
+    # time holds it (at a lower clock the spin only lasts longer).
+    head = r["meta"]["head_start_us"] / 1000.0
+    assert head > 0 and sorted(r["null_host_ms"])[len(r["null_host_ms"]) // 2] >= 0.9 * head
     if r["energy"] is not None:
         e = r["energy"]["candidate"]
         assert e["calls"] > 0 and e["window_s"] >= 0.5

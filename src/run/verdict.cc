@@ -274,23 +274,47 @@ Outcome JudgeTiming(const Json& reply, const TaskBundle& bundle, const VerifyPol
     // duration as the host sees it. Work on another stream, a non-blocking
     // stream or a host thread is in it but not between the events.
     double null_med = Median(null_host);
-    double host_work = m.host_ms.median - null_med;
-    double hidden = host_work - m.time_ms.median;
-    if (hidden > std::max(policy.hidden_work_fraction * m.time_ms.median, policy.hidden_work_ms))
+    double allowed = std::max(policy.hidden_work_fraction * m.time_ms.median, policy.hidden_work_ms);
+    double excess = m.host_ms.median - null_med - m.time_ms.median;
+    // The same excess of an honest call timed in the same loop (the
+    // reference, on the current stream by construction) is the harness's own
+    // share: on the H200 it rose and fell with the candidate's between
+    // processes (0.026 vs 0.028 ms in a slow one, 0.009 vs 0.009 in a fast
+    // one). It is subtracted, up to the tolerance itself, so an odd reference
+    // cannot buy a candidate more than twice the slack.
+    double baseline = 0;
+    std::string baseline_who;
+    for (const char* who : {"eager", "compile"}) {
+      if (!samples.contains(who) || samples[who].contains("error")) continue;
+      std::vector<double> ev = Doubles(samples[who].value("event_ms", Json::array()));
+      std::vector<double> host = Doubles(samples[who].value("host_ms", Json::array()));
+      if (ev.empty() || host.empty()) continue;
+      baseline = std::clamp(Median(host) - null_med - Median(ev), 0.0, allowed);
+      baseline_who = who;
+      break;
+    }
+    double hidden = excess - baseline;
+    std::string how = baseline_who.empty()
+                          ? fmt::format("host clock {:.4g} ms less {:.4g} ms for timing an empty call, CUDA events "
+                                        "{:.4g} ms",
+                                        m.host_ms.median, null_med, m.time_ms.median)
+                          : fmt::format("host clock {:.4g} ms less {:.4g} ms for timing an empty call, CUDA events "
+                                        "{:.4g} ms, less the {:.4g} ms the {} reference shows the same way",
+                                        m.host_ms.median, null_med, m.time_ms.median, baseline, baseline_who);
+    if (hidden > allowed)
       return Incorrect{{fmt::format(
-          "{:.4g} ms of the call ran outside the timed stream (host clock {:.4g} ms less {:.4g} ms for timing an "
-          "empty call, CUDA events {:.4g} ms): work on another stream, a non-blocking stream or a host thread "
-          "is not timed",
-          hidden, m.host_ms.median, null_med, m.time_ms.median)}};
+          "{:.4g} ms of the call ran outside the timed stream ({}): work on another stream, a non-blocking stream "
+          "or a host thread is not timed",
+          hidden, how)}};
     // Within the tolerance the events rank: the host clock's excess is mostly
     // the jitter of kopt's own Python and ctypes call (measured on the H200:
     // ranking by max(events, host - null) moved one kernel's median by 6.8%
     // between two processes while its events moved 2.1%).
-    if (hidden > 0.5 * std::max(policy.hidden_work_fraction * m.time_ms.median, policy.hidden_work_ms))
+    if (hidden > 0.5 * allowed)
       m.warnings.push_back(fmt::format(
-          "the host clock saw {:.4g} ms per call beyond the CUDA events (within the {:.4g} ms tolerated before "
-          "the call counts as hiding work outside the timed stream)",
-          hidden, std::max(policy.hidden_work_fraction * m.time_ms.median, policy.hidden_work_ms)));
+          "the host clock saw {:.4g} ms per call beyond the CUDA events ({}; {:.4g} ms is tolerated before the call "
+          "counts as hiding work outside the timed stream)",
+          hidden, how, allowed));
   } else if (m.host_ms.n > 0 && has_events) {
     // Recorded replies without a null call: the old warning.
     double gap = m.host_ms.median - m.time_ms.median;

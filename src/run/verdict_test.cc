@@ -243,6 +243,29 @@ TEST(Verdict, HostOverheadExplainedByTheNullCallIsFine) {
   EXPECT_TRUE(std::holds_alternative<Incorrect>(o));
 }
 
+TEST(Verdict, TheReferencesOwnHostExcessIsTheBaseline) {
+  // Events 0.25 ms, host 0.34, empty call 0.06: 0.03 ms beyond the events,
+  // past the 0.025 tolerated. When the reference, timed in the same loop,
+  // shows the same excess, the host was slow, not the candidate.
+  auto reply = [](double eager_excess) {
+    Json r = WithNull(TimeReply({0.25, 0.25, 0.25}, {0.34, 0.34, 0.34}, {0.3, 0.3, 0.3}), 0.06);
+    r["samples"]["eager"]["host_ms"] = std::vector<double>(3, 0.3 + 0.06 + eager_excess);
+    return r;
+  };
+  EXPECT_TRUE(std::holds_alternative<Incorrect>(JudgeTiming(reply(0.0), OneOutput(), {})));
+  Outcome o = JudgeTiming(reply(0.027), OneOutput(), {});
+  ASSERT_TRUE(std::holds_alternative<Measured>(o)) << OutcomeLine(o);
+  EXPECT_TRUE(std::get<Measured>(o).warnings.empty());
+  // The baseline is capped at the tolerance: a reference with a large host
+  // excess cannot hide a candidate's work on another stream.
+  Json hidden = reply(5.0);
+  hidden["samples"]["candidate"]["host_ms"] = std::vector<double>(3, 0.42);
+  o = JudgeTiming(hidden, OneOutput(), {});
+  ASSERT_TRUE(std::holds_alternative<Incorrect>(o));
+  EXPECT_NE(std::get<Incorrect>(o).reasons[0].find("less the 0.025 ms the eager reference shows"), std::string::npos)
+      << std::get<Incorrect>(o).reasons[0];
+}
+
 TEST(Verdict, TimedCallAuditMustBeCorrect) {
   Json t = TimeReply({1, 1, 1}, {1.02, 1.02, 1.02}, {2, 2, 2});
   t["timing_audit"] = {{"seed", 1000}, {"input_set", 0}, {"outputs", {Out(2e-8, 3e-8)}}};
