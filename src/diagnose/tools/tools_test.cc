@@ -70,6 +70,22 @@ TEST(UncoalescedGlobal, WithoutSassSixteenSectorsMayBeCoalescedFloat4) {
       Input(BoundClass::kMemoryDram, {{metric::kGlobalLdSectors, 2097152}, {metric::kGlobalLdRequests, 131072}})));
 }
 
+TEST(UncoalescedGlobal, AFloat4KernelWithAScalarTailIsJudgedByItsWidestAccess) {
+  // The shipped ReLU on the H200: one LDG.128 for the body and one LDG.32 for
+  // the tail; 16 sectors per request is the float4 body, coalesced.
+  InstructionMix mix;
+  mix.global_loads.by_bits[32] = 1;
+  mix.global_loads.by_bits[128] = 1;
+  mix.global_stores.by_bits[32] = 1;
+  mix.global_stores.by_bits[128] = 1;
+  AnalysisInput in = Input(BoundClass::kMemoryDram, {{metric::kGlobalLdSectors, 16e6},
+                                                     {metric::kGlobalLdRequests, 1e6},
+                                                     {metric::kGlobalStSectors, 16e6},
+                                                     {metric::kGlobalStRequests, 1e6}});
+  in.sass = Sass(mix);
+  EXPECT_FALSE(MakeUncoalescedGlobalTool()->Run(in));
+}
+
 TEST(UncoalescedGlobal, QuietOnCoalescedFloat4) {
   auto tool = MakeUncoalescedGlobalTool();
   InstructionMix mix;

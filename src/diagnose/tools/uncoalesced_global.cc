@@ -37,12 +37,17 @@ class UncoalescedGlobal : public AnalysisTool {
       if (!s || !r || *r < in.thresholds->Get(name(), "min_requests")) continue;
       // Without the SASS the width is unknown: assume the widest (16 B), so
       // only access patterns no width explains are reported.
+      // With it, the widest access the kernel issues: the static counts do
+      // not say which instruction runs most (on the H200 a float4 ReLU with
+      // one scalar tail load, 1 LDG.128 and 1 LDG.32, was called uncoalesced
+      // when the tie picked the scalar width).
       double width_bytes = 16;
       if (side.widths && side.widths->Total() > 0) {
-        const auto& by_bits = side.widths->by_bits;
-        auto widest = std::max_element(by_bits.begin(), by_bits.end(),
-                                       [](auto& a, auto& b) { return a.second < b.second; });
-        width_bytes = widest->first / 8.0;
+        for (auto it = side.widths->by_bits.rbegin(); it != side.widths->by_bits.rend(); ++it)
+          if (it->second > 0) {
+            width_bytes = it->first / 8.0;
+            break;
+          }
       }
       double excess = (*s / *r) / width_bytes;
       if (excess > worst_excess) {
