@@ -29,6 +29,7 @@ struct ProfileArgs {
   bool one_pass = false;
   bool source = false;
   int calls = 1;
+  int max_launches = 10;
   std::string timeline = "auto";
   double max_seconds = 0.5;
 };
@@ -169,6 +170,7 @@ ProfileData Collect(const ProfileArgs& a, const fs::path& data_dir, fs::path* st
   to.timeline = a.timeline;
   to.hybrid = cand.kind == CandidateKind::kHybrid;
   to.source = a.source;
+  to.max_launches = a.max_launches;
   to.progress = PrintProgress;
   auto profiler = MakeProcessProfiler();
   RunProfileTiers(*profiler, target, objects, to, data_dir, &d);
@@ -222,6 +224,11 @@ void AddProfileCommand(CLI::App* app, int* exit_code) {
                "most time");
   cmd->add_option("--calls", args->calls, "Forward calls profiled by ncu, after 3 warm-up calls")
       ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  cmd->add_option("--max-launches", args->max_launches,
+                  "Kernel launches per call ncu profiles (each costs it a second or two); the timeline counts the "
+                  "rest. 0: all")
+      ->check(CLI::Range(0, 100000))
       ->capture_default_str();
   cmd->add_option("--timeline", args->timeline,
                   "Kernel timeline through the PyTorch profiler: auto (hybrids and multi-kernel calls), on, off")

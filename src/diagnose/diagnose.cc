@@ -1,6 +1,9 @@
 #include "diagnose/diagnose.h"
 
 #include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
 
 namespace kopt {
 namespace {
@@ -86,6 +89,18 @@ DiagnosisReport DiagnoseProfile(const NcuReport& ncu, const StaticReport& static
                    [](const KernelFindings& a, const KernelFindings& b) {
                      return a.mean_ms * a.launches > b.mean_ms * b.launches;
                    });
+
+  // ncu may have seen only the call's first launches (ProfileTarget::
+  // max_launches); the timeline counted them all. The unseen launches are
+  // taken to move bytes at the rate of the seen ones.
+  if (ctx.launches > launches_per_call && ctx.kernel_ms > 0) {
+    if (kernel_ms_per_call > 0) dram_bytes_per_call *= std::max(1.0, ctx.kernel_ms / kernel_ms_per_call);
+    report.notes.push_back(fmt::format(
+        "ncu profiled {} of the call's {:.0f} kernel launches; the call's figures count all of them (timeline)",
+        launches_per_call, ctx.launches));
+    launches_per_call = static_cast<int>(std::lround(ctx.launches));
+    kernel_ms_per_call = std::max(kernel_ms_per_call, ctx.kernel_ms);
+  }
 
   RooflineInput call;
   call.ceilings = ctx.ceilings;

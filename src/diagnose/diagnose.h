@@ -29,6 +29,8 @@ struct ProfileContext {
   double gap_ms = -1;         ///< GPU idle between the call's first and last kernel
   double copies = -1;         ///< memcpy operations
   double syncs = -1;          ///< host synchronisations (stream/device sync, blocking copies)
+  double launches = -1;       ///< kernel launches
+  double kernel_ms = -1;      ///< summed kernel time
 };
 
 struct KernelFindings {

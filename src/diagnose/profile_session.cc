@@ -5,6 +5,8 @@
 #include <fstream>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "profile/static_profile.h"
 
@@ -121,6 +123,8 @@ DiagnosisReport DiagnoseProfileData(const ProfileData& d, const fs::path& data_d
     ctx.gap_ms = d.timeline.value("gap_ms_per_call", -1.0);
     ctx.copies = d.timeline.value("copies_per_call", -1.0);
     ctx.syncs = d.timeline.value("syncs_per_call", -1.0);
+    ctx.launches = d.timeline.value("kernel_launches_per_call", -1.0);
+    ctx.kernel_ms = d.timeline.value("kernel_ms_per_call", -1.0);
   }
   Thresholds thresholds = LoadThresholds(data_dir / "thresholds.json");
   RooflineThresholds roofline = LoadRooflineThresholds(data_dir / "roofline.json");
@@ -168,7 +172,9 @@ void RunProfileTiers(Profiler& profiler, const ProfileTarget& target, std::vecto
   }
   const std::string tier_name = o.one_pass ? "ncu one pass" : "ncu tier 1";
   progress(tier_name + " (" + std::to_string(first_metrics.size()) + " metrics)");
-  NcuRun one = profiler.Ncu(target, first_metrics);
+  ProfileTarget capped = target;
+  capped.max_launches = o.max_launches;
+  NcuRun one = profiler.Ncu(capped, first_metrics);
   d->tier_seconds[tier_name] = one.seconds;
   if (!one.ok) throw Error("profiling failed: " + one.error);
   d->ncu_tier1 = one.csv;
@@ -194,6 +200,11 @@ void RunProfileTiers(Profiler& profiler, const ProfileTarget& target, std::vecto
 
   // Timeline: for hybrids, and wherever one call launches several kernels.
   double launches = static_cast<double>(one.report.kernels.size()) / std::max(1, target.calls);
+  bool capped_out = o.max_launches > 0 && launches >= o.max_launches;
+  if (capped_out && o.timeline == "off")
+    d->notes.push_back(fmt::format("ncu stopped after {} launches per call; without the timeline the call's "
+                                   "figures count only those",
+                                   o.max_launches));
   if (o.timeline == "on" || (o.timeline == "auto" && (o.hybrid || launches > 1))) {
     progress("timeline");
     ProfileTarget tt = target;
@@ -236,7 +247,7 @@ void RunProfileTiers(Profiler& profiler, const ProfileTarget& target, std::vecto
     if (!more.empty()) {
       progress("ncu tier 2 (" + std::to_string(more.size()) + " metrics for " + BoundClassName(first.call.bound) +
                ")");
-      NcuRun two = profiler.Ncu(target, more);
+      NcuRun two = profiler.Ncu(capped, more);
       d->tier_seconds["ncu tier 2"] = two.seconds;
       if (two.ok) d->ncu_tier2 = two.csv;
       else d->notes.push_back("ncu tier 2: " + two.error);

@@ -53,6 +53,7 @@ struct TierOptions {
   std::string timeline = "auto"; ///< auto (hybrids, multi-kernel calls), on, off
   bool hybrid = false;           ///< the candidate is a ModelNew file
   int timeline_calls = 20;
+  int max_launches = 10;         ///< launches per call ncu profiles; more are counted by the timeline
   bool source = false;           ///< source-level counters of the kernel taking the most time
   std::function<void(const std::string&)> progress;
 };

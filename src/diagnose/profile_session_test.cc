@@ -21,8 +21,10 @@ class FakeProfiler : public Profiler {
   bool fail_tier1 = false, fail_tier2 = false;
   Json timeline = Json{{"host_ms", 0.75}, {"kernel_launches_per_call", 10}};
 
-  NcuRun Ncu(const ProfileTarget&, const std::vector<std::string>& metrics) override {
+  std::vector<int> ncu_max_launches;
+  NcuRun Ncu(const ProfileTarget& t, const std::vector<std::string>& metrics) override {
     ncu_calls.push_back(metrics);
+    ncu_max_launches.push_back(t.max_launches);
     NcuRun r;
     r.metrics = metrics;
     r.seconds = 1.5;
@@ -139,6 +141,40 @@ TEST(ProfileTiers, HybridsGetTheTimelinesHostTime) {
   auto many = std::find_if(r.call_diagnoses.begin(), r.call_diagnoses.end(),
                            [](const Diagnosis& x) { return x.tool == "many_small_kernels"; });
   if (many != r.call_diagnoses.end()) EXPECT_EQ(many->evidence.at("gap_ms_per_call"), 15.0);
+}
+
+TEST(ProfileTiers, LaunchesBeyondNcusCapAreCountedByTheTimeline) {
+  // ncu stops at ten launches per call (the recording holds ten); the
+  // timeline saw 32 launches and three times the kernel time.
+  FakeProfiler p;
+  ProfileData d;
+  d.context.ceilings.bandwidth_bytes_per_s = 4.0e12;
+  RunProfileTiers(p, ProfileTarget{}, {}, TierOptions{}, DataDir(), &d);
+  ASSERT_EQ(p.ncu_max_launches.size(), 2u);
+  EXPECT_EQ(p.ncu_max_launches[0], 10);
+  EXPECT_EQ(p.ncu_max_launches[1], 10);  // tier 2 looks at the same launches
+  DiagnosisReport seen = DiagnoseProfileData(d, DataDir());
+  double ncu_ms = 0;
+  for (const auto& k : seen.kernels) ncu_ms += k.mean_ms * k.launches;
+  ASSERT_GT(ncu_ms, 0);
+  d.timeline = Json{{"kernel_launches_per_call", 32}, {"kernel_ms_per_call", 3 * ncu_ms}};
+  DiagnosisReport all = DiagnoseProfileData(d, DataDir());
+  // The unseen launches move bytes at the seen ones' rate: three times the
+  // kernel time, three times the DRAM bytes behind the call's floor.
+  ASSERT_GT(seen.call.floor_ms, 0);
+  EXPECT_NEAR(all.call.floor_ms, 3 * seen.call.floor_ms, 1e-6 * seen.call.floor_ms);
+  EXPECT_TRUE(std::any_of(all.notes.begin(), all.notes.end(), [](const std::string& n) {
+    return n.find("ncu profiled 10 of the call's 32 kernel launches") != std::string::npos;
+  }));
+  // Told not to run the timeline, kopt says the call's figures are partial.
+  FakeProfiler q;
+  TierOptions off;
+  off.timeline = "off";
+  ProfileData e;
+  RunProfileTiers(q, ProfileTarget{}, {}, off, DataDir(), &e);
+  EXPECT_TRUE(std::any_of(e.notes.begin(), e.notes.end(), [](const std::string& n) {
+    return n.find("ncu stopped after 10 launches") != std::string::npos;
+  }));
 }
 
 TEST(ProfileTiers, Tier1FailureIsAnErrorLaterFailuresAreNotes) {

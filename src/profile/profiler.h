@@ -24,6 +24,7 @@ struct ProfileTarget {
   std::filesystem::path cache_dir;  ///< kopt's cache (hybrids' load_cuda builds land in <cache>/so)
   std::string arch;                 ///< nvcc target for hybrids' load_cuda; empty: the GPU's
   int calls = 1;                    ///< calls profiled
+  int max_launches = 0;             ///< ncu profiles at most this many launches per call (0: all)
   int warmup = 3;                   ///< calls before profiling starts
   double timeout_s = 900;
 };
