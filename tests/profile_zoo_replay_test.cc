@@ -77,5 +77,16 @@ TEST(ProfileZooReplay, EveryRecordedEntryIsDiagnosedAsExpected) {
   EXPECT_EQ(false_alarms, 0);
 }
 
+// The shipped ReLU solution profiled on the H200 (tests/data/gpu/README.md):
+// the float4 kernel with a scalar tail is at the DRAM roof and nothing is
+// wrong with it. The first GPU run of GpuProfile.ReluSolutionIsDramBoundAndClean
+// failed here: uncoalesced_global took the tail's 32-bit load as the access
+// width and called 16 sectors per request uncoalesced.
+TEST(ProfileReplay, TheShippedReluIsAtTheDramRoofAndClean) {
+  Replayed r = Replay(testing::SourceDir() / "tests/data/gpu/profile/relu_solution");
+  EXPECT_EQ(r.cls, "memory.dram");
+  EXPECT_TRUE(r.fired.empty()) << ::testing::PrintToString(r.fired);
+}
+
 }  // namespace
 }  // namespace kopt

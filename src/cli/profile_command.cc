@@ -149,7 +149,7 @@ ProfileData Collect(const ProfileArgs& a, const fs::path& data_dir, fs::path* st
   d.context.min_bytes = bundle.min_bytes;
   d.context.flops = bundle.flops;
   d.context.matrix_flops = bundle.matrix_flops;
-  d.context.flops_by_precision["fp32"] = bundle.flops;
+  d.context.flops_by_precision = FlopsByPrecision(bundle);
   ctx.worker.reset();  // the GPU is ncu's now
 
   std::vector<BuildResult> objects;

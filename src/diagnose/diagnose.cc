@@ -62,6 +62,10 @@ DiagnosisReport DiagnoseProfile(const NcuReport& ncu, const StaticReport& static
     rin.time_ms = f.mean_ms;
     rin.dram_bytes = MetricOr(merged, metric::kDramBytes) / f.launches;
     rin.metrics = merged;
+    if (names.size() == 1) {  // one kernel does all the call's work: its FLOPs are the call's
+      rin.flops = ctx.flops_by_precision;
+      rin.min_bytes = ctx.min_bytes;
+    }
     f.roofline = ClassifyRoofline(rin, roofline);
 
     AnalysisInput in;

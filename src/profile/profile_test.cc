@@ -229,6 +229,7 @@ TEST(Sass, KernelsFixtureInstructionMix) {
   const SassFunction* mma = FindFn(fs, "wmma_tile");
   ASSERT_NE(mma, nullptr);
   EXPECT_EQ(mma->mix.tensor_mma, 2);
+  EXPECT_EQ(mma->mix.warpgroup_mma, 0);  // HMMA: mma.sync
   EXPECT_EQ(scalar->mix.tensor_mma, 0);
   // HFMA2.MMA is a move on the MMA pipe, not tensor-core work.
   for (const auto& f : fs) {
@@ -257,6 +258,7 @@ TEST(Sass, HopperWarpgroupMma) {
   EXPECT_EQ(fs[0].name, "wgmma_tile");
   EXPECT_EQ(fs[0].arch, "sm_90a");
   EXPECT_EQ(fs[0].mix.tensor_mma, 1);
+  EXPECT_EQ(fs[0].mix.warpgroup_mma, 1);
   EXPECT_EQ(fs[0].opcodes.at("HGMMA.64x8x16.F32"), 1);
 }
 

@@ -46,6 +46,8 @@ void Classify(const std::string& opcode, InstructionMix* mix) {
     ++mix->async_copies;
   } else if (IsTensorMma(base)) {
     ++mix->tensor_mma;
+    if (base.size() > 4 && base.compare(base.size() - 4, 4, "GMMA") == 0) ++mix->warpgroup_mma;
+    if (base.rfind("UTC", 0) == 0) ++mix->tcgen05_mma;
   } else if (base == "FFMA" || base == "FFMA2") {
     ++mix->ffma;
   } else if (base == "FADD" || base == "FADD2") {
@@ -141,6 +143,8 @@ Json ToJson(const InstructionMix& mix) {
               {"generic_stores", ToJson(mix.generic_stores)},
               {"async_copies", mix.async_copies},
               {"tensor_mma", mix.tensor_mma},
+              {"warpgroup_mma", mix.warpgroup_mma},
+              {"tcgen05_mma", mix.tcgen05_mma},
               {"ffma", mix.ffma},
               {"fadd", mix.fadd},
               {"fmul", mix.fmul},

@@ -31,6 +31,8 @@ struct InstructionMix {
   WidthCounts generic_stores; ///< ST
   int async_copies = 0;       ///< LDGSTS (cp.async) and UTMALDG/UBLKCP (TMA)
   int tensor_mma = 0;         ///< HMMA, HGMMA, IMMA, DMMA, QGMMA, ... (tensor cores)
+  int warpgroup_mma = 0;      ///< of those, Hopper's warpgroup MMA (wgmma: HGMMA, IGMMA, QGMMA, ...)
+  int tcgen05_mma = 0;        ///< of those, Blackwell's tensor-memory MMA (UTC*MMA)
   int ffma = 0, fadd = 0, fmul = 0;
   int hfma2 = 0;              ///< packed half FMA (HFMA2, incl. HFMA2.MMA moves)
   int dfma = 0;               ///< fp64

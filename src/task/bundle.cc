@@ -80,6 +80,29 @@ double FloorMs(double min_bytes, double matrix_flops, double conv_flops, double 
   return 1e3 * std::max(memory_s, compute_s);
 }
 
+std::string ComputeDtype(const TaskBundle& b) {
+  std::string dtype = b.outputs.empty() ? "float32" : b.outputs[0].dtype;
+  for (const auto& t : b.inputs)
+    if (t.role == "input" && (t.dtype == "bfloat16" || t.dtype == "float16")) dtype = t.dtype;
+  return dtype;
+}
+
+std::map<std::string, double> FlopsByPrecision(const TaskBundle& b) {
+  std::map<std::string, double> by;
+  const std::string dtype = ComputeDtype(b);
+  const double matrix = std::max(0.0, b.matrix_flops);
+  const double conv = std::min(std::max(0.0, b.conv_flops), matrix);
+  if (dtype == "float16" || dtype == "bfloat16") {
+    by[dtype == "float16" ? "fp16" : "bf16"] += matrix;
+  } else {
+    by["fp32"] += matrix - conv;
+    if (conv > 0) by["tf32"] += conv;
+  }
+  const double other = std::max(0.0, b.flops - matrix);
+  if (other > 0) by["fp32"] += other;
+  return by;
+}
+
 TaskBundle BundleFromCapture(const Task& task, const std::string& task_hash, const Json& capture,
                              const DeviceInfo& device, const Ceilings& ceilings,
                              const DegeneracyThresholds& th) {
@@ -141,9 +164,7 @@ TaskBundle BundleFromCapture(const Task& task, const std::string& task_hash, con
     AddFlag(&b, flags::kNoFp64,
             "the reference cannot run in float64, so tolerances fall back to comparing with the fp32 reference");
 
-  std::string dtype = b.outputs.empty() ? "float32" : b.outputs[0].dtype;
-  for (const auto& t : b.inputs)
-    if (t.role == "input" && (t.dtype == "bfloat16" || t.dtype == "float16")) dtype = t.dtype;
+  std::string dtype = ComputeDtype(b);
   // A floor only means something against a GPU's measured ceilings.
   if (device.available) {
     b.floor_ms = FloorMs(b.min_bytes, b.matrix_flops, b.conv_flops, std::max(0.0, b.flops - b.matrix_flops), dtype,

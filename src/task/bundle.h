@@ -1,6 +1,7 @@
 // TaskBundle: everything capture learned about a task's reference.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -95,6 +96,16 @@ struct DegeneracyThresholds {
 TaskBundle BundleFromCapture(const Task& task, const std::string& task_hash, const Json& capture,
                              const DeviceInfo& device, const Ceilings& ceilings,
                              const DegeneracyThresholds& thresholds = {});
+
+/// The data type the task computes in: a 16-bit input's type if there is
+/// one, else the first output's ("float32" for an empty signature).
+std::string ComputeDtype(const TaskBundle& b);
+
+/// The task's FLOPs by the precision the floor charges them at: matrix work
+/// in the compute type ("fp16", "bf16", else "fp32": strict fp32 matrix
+/// products run on CUDA cores), convolutions at TF32 in fp32 tasks (cuDNN's
+/// default), the rest in "fp32". For kopt profile's roofline.
+std::map<std::string, double> FlopsByPrecision(const TaskBundle& b);
 
 /// The roofline floor: the larger of min_bytes over bandwidth and FLOPs over
 /// the fastest rate the task's dtype allows (fp32 convolutions at the TF32

@@ -142,3 +142,27 @@ TEST(Device, NominalRatesRaiseMeasuredCeilings) {
 
 }  // namespace
 }  // namespace kopt
+
+namespace kopt {
+namespace {
+
+TEST(Bundle, FlopsByPrecisionChargesMatrixWorkInTheComputeType) {
+  TaskBundle b;
+  b.inputs.push_back(TensorSpec{"A", "input", "float16", {4096, 2048}, {}});
+  b.outputs.push_back(TensorSpec{"out0", "output", "float16", {4096, 4096}, {}});
+  b.flops = 100;
+  b.matrix_flops = 90;
+  auto by = FlopsByPrecision(b);
+  EXPECT_EQ(by.at("fp16"), 90);
+  EXPECT_EQ(by.at("fp32"), 10);
+  // An fp32 task: strict fp32 matrix work on CUDA cores, convolutions at TF32.
+  b.inputs[0].dtype = b.outputs[0].dtype = "float32";
+  b.conv_flops = 30;
+  by = FlopsByPrecision(b);
+  EXPECT_EQ(by.at("fp32"), 70);
+  EXPECT_EQ(by.at("tf32"), 30);
+  EXPECT_EQ(ComputeDtype(b), "float32");
+}
+
+}  // namespace
+}  // namespace kopt

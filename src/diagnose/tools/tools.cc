@@ -9,7 +9,8 @@ void RegisterBuiltinTools(ToolRegistry* registry) {
       MakeRegisterSpillsTool,     MakeOccupancyLimiterTool, MakeSmallGridTailTool,
       MakeDramAtRoofTool,         MakePoorL2ReuseTool,      MakeWarpStallsTool,
       MakeNoTensorCoresTool,      MakeFp32PipeSaturatedTool, MakeSpecialFunctionOverheadTool,
-      MakeWarpDivergenceTool,     MakeManySmallKernelsTool, MakeHostOverheadTool};
+      MakeWarpDivergenceTool,     MakeManySmallKernelsTool, MakeHostOverheadTool,
+      MakeSlowMmaPathTool};
   for (MakeFn make : kFactories) registry->Register(make()->name(), make);
 }
 

@@ -22,6 +22,7 @@ std::unique_ptr<AnalysisTool> MakeSpecialFunctionOverheadTool();
 std::unique_ptr<AnalysisTool> MakeWarpDivergenceTool();
 std::unique_ptr<AnalysisTool> MakeManySmallKernelsTool();
 std::unique_ptr<AnalysisTool> MakeHostOverheadTool();
+std::unique_ptr<AnalysisTool> MakeSlowMmaPathTool();
 
 /// Adds every tool above to `registry`.
 void RegisterBuiltinTools(ToolRegistry* registry);

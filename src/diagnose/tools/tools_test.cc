@@ -31,6 +31,10 @@ SassFunction Sass(InstructionMix mix) {
   return f;
 }
 
+std::string Stall(const std::string& reason) {
+  return std::string(metric::kStallPrefix) + reason + metric::kStallSuffix;
+}
+
 void ExpectWellFormed(const std::optional<Diagnosis>& d, const std::string& tool) {
   ASSERT_TRUE(d.has_value()) << tool << " stayed quiet on its flaw";
   EXPECT_EQ(d->tool, tool);
@@ -185,6 +189,24 @@ TEST(OccupancyLimiter, QuietAtGoodOccupancyAndOnComputeBound) {
   EXPECT_FALSE(tool->AppliesTo(BoundClass::kComputeTensor));
 }
 
+TEST(OccupancyLimiter, QuietWhenWarpsDoNotWaitOnMemory) {
+  // The H200 recording of a tiled WMMA GEMM: 24% occupancy by design, long
+  // scoreboard 12% of the stall cycles. A shared-memory hog at 12% occupancy
+  // stalled 66% on long scoreboard and is reported.
+  Metrics gemm = {{metric::kAchievedOccupancyPct, 23.8}, {metric::kOccLimitRegisters, 2},
+                  {metric::kOccLimitSharedMem, 2},       {Stall("long_scoreboard"), 1.64},
+                  {Stall("short_scoreboard"), 3.33},     {Stall("math_pipe_throttle"), 2.17},
+                  {Stall("wait"), 2.34},                 {Stall("barrier"), 1.97},
+                  {Stall("dispatch_stall"), 0.81},       {Stall("mio_throttle"), 0.94}};
+  EXPECT_FALSE(MakeOccupancyLimiterTool()->Run(Input(BoundClass::kMemoryL2, gemm)));
+  Metrics hog = {{metric::kAchievedOccupancyPct, 12.3}, {metric::kOccLimitSharedMem, 1},
+                 {Stall("long_scoreboard"), 27.5},      {Stall("barrier"), 6.4},
+                 {Stall("short_scoreboard"), 3.8},      {Stall("wait"), 1.9}};
+  auto d = MakeOccupancyLimiterTool()->Run(Input(BoundClass::kLatency, hog));
+  ExpectWellFormed(d, "occupancy_limiter");
+  EXPECT_NEAR(d->evidence.at("long_scoreboard_share"), 27.5 / 39.6, 1e-9);
+}
+
 // --- small_grid_tail ---------------------------------------------------------
 
 TEST(SmallGridTail, FiresOnAFractionOfAWave) {
@@ -251,10 +273,6 @@ TEST(PoorL2Reuse, QuietOnAStreamingKernel) {
 
 // --- warp_stalls -------------------------------------------------------------
 
-std::string Stall(const std::string& reason) {
-  return std::string(metric::kStallPrefix) + reason + metric::kStallSuffix;
-}
-
 TEST(WarpStalls, FiresOnLongScoreboard) {
   auto d = MakeWarpStallsTool()->Run(
       Input(BoundClass::kLatency, {{Stall("long_scoreboard"), 31.4}, {Stall("wait"), 2.1},
@@ -277,6 +295,64 @@ TEST(WarpStalls, QuietWhenStallsAreSpreadOrSmall) {
   EXPECT_FALSE(tool->Run(Input(BoundClass::kLatency, {{Stall("long_scoreboard"), 2}, {Stall("wait"), 2},
                                                       {Stall("barrier"), 2}, {Stall("mio_throttle"), 2}})));
   EXPECT_FALSE(tool->Run(Input(BoundClass::kLatency, {{Stall("long_scoreboard"), 1.5}, {Stall("wait"), 0.2}})));
+}
+
+TEST(WarpStalls, UnderAMemoryRoofOnlyReasonsTheRoofDoesNotExplain) {
+  // The H200's fenced float4 copy: DRAM at 80%, membar 40% of stall cycles.
+  Metrics fence = {{Stall("long_scoreboard"), 60.8}, {Stall("membar"), 45.0}, {Stall("wait"), 2.6},
+                   {Stall("drain"), 1.3},            {Stall("short_scoreboard"), 1.2}};
+  auto tool = MakeWarpStallsTool();
+  EXPECT_TRUE(tool->AppliesTo(BoundClass::kMemoryDram));
+  auto d = tool->Run(Input(BoundClass::kMemoryDram, fence));
+  ExpectWellFormed(d, "warp_stalls");
+  EXPECT_NE(d->advice.find("'membar'"), std::string::npos) << d->advice;
+  EXPECT_EQ(d->suggested_moves[0], "remove_fences");
+  // A streaming kernel waits on DRAM, and a padded shared-memory transpose at
+  // its barriers: both are the roof, not a flaw.
+  EXPECT_FALSE(tool->Run(Input(BoundClass::kMemoryDram, {{Stall("long_scoreboard"), 80}, {Stall("wait"), 1}})));
+  EXPECT_FALSE(tool->Run(Input(BoundClass::kMemoryDram,
+                               {{Stall("long_scoreboard"), 40}, {Stall("barrier"), 17.3}, {Stall("wait"), 2}})));
+  // Off a memory roof the same long-scoreboard wait is reported.
+  EXPECT_TRUE(tool->Run(Input(BoundClass::kLatency, {{Stall("long_scoreboard"), 80}, {Stall("wait"), 1}})));
+}
+
+// --- slow_mma_path -------------------------------------------------------------
+
+TEST(SlowMmaPath, FiresOnHmmaOnlyOnHopper) {
+  InstructionMix mix;
+  mix.tensor_mma = 64;  // HMMA from WMMA
+  AnalysisInput in = Input(BoundClass::kMemoryL2, {{metric::kTensorPipePct, 49.2}});
+  in.sass = Sass(mix);
+  in.device.cc_major = 9;
+  in.roofline.headroom = 4;
+  auto d = MakeSlowMmaPathTool()->Run(in);
+  ExpectWellFormed(d, "slow_mma_path");
+  EXPECT_NEAR(d->estimated_gain, 0.5, 1e-9);  // 1 - 1/4, capped at max_gain 0.5
+  EXPECT_NE(d->advice.find("wgmma"), std::string::npos);
+  in.roofline.headroom = 1.25;
+  EXPECT_NEAR(MakeSlowMmaPathTool()->Run(in)->estimated_gain, 0.2, 1e-9);
+}
+
+TEST(SlowMmaPath, QuietOnWgmmaOnOlderGpusAndWithoutTensorWork) {
+  InstructionMix mix;
+  mix.tensor_mma = 8;
+  mix.warpgroup_mma = 8;  // HGMMA
+  AnalysisInput in = Input(BoundClass::kComputeTensor);
+  in.sass = Sass(mix);
+  in.device.cc_major = 9;
+  EXPECT_FALSE(MakeSlowMmaPathTool()->Run(in));
+  mix.warpgroup_mma = 0;
+  in.sass = Sass(mix);
+  in.device.cc_major = 8;  // A100: mma.sync is the full-rate path
+  EXPECT_FALSE(MakeSlowMmaPathTool()->Run(in));
+  in.device.cc_major = 9;
+  in.flops = 1e9;
+  in.matrix_flops = 1e8;  // mostly not matrix work
+  EXPECT_FALSE(MakeSlowMmaPathTool()->Run(in));
+  in.sass = Sass(InstructionMix{});  // no tensor instruction at all: no_tensor_cores' case
+  in.matrix_flops = 1e9;
+  EXPECT_FALSE(MakeSlowMmaPathTool()->Run(in));
+  EXPECT_FALSE(MakeSlowMmaPathTool()->AppliesTo(BoundClass::kLaunchHost));
 }
 
 // --- no_tensor_cores ---------------------------------------------------------
