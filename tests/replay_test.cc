@@ -56,8 +56,10 @@ TEST(Replay, TheRecordedCorrectKernelFailsUnderAStricterFloor) {
 }
 
 // Separate `kopt eval` processes on the H200 (bench/figures.sh, REPEAT_COUNT
-// 2 or 3; tests/data/gpu/README.md): re-judged with the current policy, the
-// same candidate's ranking time agrees across processes within 3%.
+// 2 or 3; tests/data/gpu/README.md), from sessions 2 and 3 (s3_*: the final
+// timer): re-judged with the current policy, the same candidate's ranking
+// time agrees across the processes of one session within 3% (two sessions
+// ran on two machines of the same kind, with different timers).
 TEST(Replay, SeparateProcessesAgreeWithinThreePercent) {
   fs::path dir = testing::SourceDir() / "tests/data/gpu/repeat";
   std::map<std::string, std::vector<double>> by_candidate;
@@ -67,14 +69,15 @@ TEST(Replay, SeparateProcessesAgreeWithinThreePercent) {
     const Json& rec = j["records"][0];
     Outcome o = JudgeTiming(rec["timing"], bundle, VerifyPolicy{});
     ASSERT_TRUE(std::holds_alternative<Measured>(o)) << entry.path() << ": " << OutcomeLine(o);
-    by_candidate[rec["candidate"].get<std::string>()].push_back(std::get<Measured>(o).time_ms.median);
+    std::string session = entry.path().filename().string().rfind("s3_", 0) == 0 ? "session 3" : "session 2";
+    by_candidate[session + " " + rec["candidate"].get<std::string>()].push_back(std::get<Measured>(o).time_ms.median);
   }
-  ASSERT_EQ(by_candidate.size(), 4u);
+  ASSERT_EQ(by_candidate.size(), 9u);  // session 2: four candidates; session 3: five
   for (const auto& [cand, medians] : by_candidate) {
     ASSERT_GE(medians.size(), 2u) << cand;
     double lo = *std::min_element(medians.begin(), medians.end());
     double hi = *std::max_element(medians.begin(), medians.end());
-    std::printf("%-20s %zu processes, spread %.2f%%\n", cand.c_str(), medians.size(), 100 * (hi - lo) / lo);
+    std::printf("%-30s %zu processes, spread %.2f%%\n", cand.c_str(), medians.size(), 100 * (hi - lo) / lo);
     EXPECT_GE(lo, 0.1) << cand;  // the target is for kernels of 100 us or more
     EXPECT_LT((hi - lo) / lo, 0.03) << cand;
   }
