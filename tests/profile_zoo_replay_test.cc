@@ -5,6 +5,7 @@
 // tests/profile_zoo/confusion.py, as a test).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "core/json.h"
@@ -19,6 +20,7 @@ namespace fs = std::filesystem;
 struct Replayed {
   std::string cls;
   std::set<std::string> fired;  ///< warning or critical
+  std::map<std::string, std::string> advice;  ///< tool -> its advice (the last one, if it fired twice)
   Json json;
 };
 
@@ -35,7 +37,10 @@ Replayed Replay(const fs::path& dir) {
   auto collect = [&](const Json& list) {
     for (const auto& d : list) {
       std::string sev = d.value("severity", "");
-      if (sev == "warning" || sev == "critical") res.fired.insert(d.value("tool", ""));
+      if (sev == "warning" || sev == "critical") {
+        res.fired.insert(d.value("tool", ""));
+        res.advice[d.value("tool", "")] = d.value("advice", "");
+      }
     }
   };
   collect(rep["call_diagnoses"]);
@@ -66,6 +71,13 @@ TEST(ProfileZooReplay, EveryRecordedEntryIsDiagnosedAsExpected) {
     if (!e.value("good", false) && e.contains("may_also_fire") && e["may_also_fire"].is_array())
       for (const auto& t : e["may_also_fire"]) tolerated.insert(t.get<std::string>());
     for (const auto& t : want) EXPECT_TRUE(r.fired.count(t)) << name << ": " << t << " did not fire";
+    // A tool that fires for the wrong reason is a miss too: expect_advice
+    // names what its advice must say (warp_stalls: the stall reason).
+    const Json expect_advice = e.value("expect_advice", Json::object());
+    for (auto it = expect_advice.begin(); it != expect_advice.end(); ++it)
+      if (r.fired.count(it.key()))
+        EXPECT_NE(r.advice[it.key()].find(it.value().get<std::string>()), std::string::npos)
+            << name << ": " << it.key() << " said: " << r.advice[it.key()];
     for (const auto& t : r.fired) {
       if (!want.count(t) && !tolerated.count(t)) {
         ++false_alarms;

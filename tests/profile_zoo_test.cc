@@ -81,6 +81,14 @@ TEST(ProfileZoo, ExpectedJsonIsWellFormed) {
         EXPECT_TRUE(tool_set.count(t.get<std::string>())) << key << ": unknown tool " << t;
       }
     }
+    const Json expect_advice = e.value("expect_advice", Json::object());
+    for (auto it = expect_advice.begin(); it != expect_advice.end(); ++it) {
+      const std::string tool = it.key();
+      EXPECT_TRUE(it.value().is_string()) << "expect_advice." << tool;
+      bool expected = false;
+      for (const Json& t : e["expect_tools"]) expected |= t == tool;
+      EXPECT_TRUE(expected) << "expect_advice names " << tool << ", which expect_tools does not";
+    }
     for (const Json& t : e["expect_tools"]) expected_somewhere.insert(t.get<std::string>());
     if (e["good"].get<bool>()) {
       ++good;
