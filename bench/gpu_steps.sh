@@ -6,7 +6,7 @@
 #   bench/gpu_steps.sh OUT_ARCHIVE STEP[:SECONDS] ...
 #
 # Steps: env, ncu_record, repeat, bench_solutions, bench_all, adversarial,
-#        zoo, gpu_tests, sandbox. The kopt binary is $KOPT (default build/kopt);
+#        zoo, gpu_tests (= gpu_ctests + gpu_pytests), sandbox. The kopt binary is $KOPT (default build/kopt);
 # the GPU test binaries are $KOPT_TESTS/gpu_*_test (default build/tests; carry
 # stripped copies, e.g. in .devbin, and point KOPT_TESTS there).
 # Results go to $W (default /tmp/kopt-gpu-steps)/<step>/.
@@ -61,9 +61,15 @@ step_adversarial() {
 step_zoo() {
   KOPT="$K" tests/profile_zoo/run.sh "$1" "${ZOO_FILTER:-}"
 }
-step_gpu_tests() {
+step_gpu_tests() {  # both of the two below (about 60 + 85 + 90 s on the H200)
+  step_gpu_ctests "$1"
+  step_gpu_pytests "$1"
+}
+step_gpu_ctests() {
   export KOPT_BIN="$(cd "$(dirname "$K")" && pwd)/$(basename "$K")"
   for t in "$T"/gpu_*_test; do [ -x "$t" ] && "$t" --gtest_brief=1; done
+}
+step_gpu_pytests() {
   (cd python && python3 -m pytest -q tests/test_gpu.py)
 }
 step_sandbox() {
