@@ -92,9 +92,14 @@ void Print(const ProfileData& d, const DiagnosisReport& r) {
       fmt::print("\nsource counters: {}\n", h.error);
     } else {
       fmt::print("\nhottest instructions ({} stall samples in all)\n", h.total_samples);
-      for (const auto& l : h.top)
-        fmt::print("  {:>5.1f}%  {:<10} {}\n", h.total_samples > 0 ? 100 * l.stall_samples / h.total_samples : 0.0,
-                   l.address, l.source);
+      for (const auto& l : h.top) {
+        std::string why;
+        if (!l.top_reason.empty() && l.stall_samples > 0)
+          why = fmt::format("  [{} {:.0f}%{}]", l.top_reason, 100 * l.top_reason_samples / l.stall_samples,
+                            l.executed == 0 && l.top_reason == "drain" ? ": warps done, waiting for their stores" : "");
+        fmt::print("  {:>5.1f}%  {:<16} {}{}\n", h.total_samples > 0 ? 100 * l.stall_samples / h.total_samples : 0.0,
+                   l.address, l.source, why);
+      }
     }
   }
   for (const auto& n : r.notes) fmt::print("note       {}\n", n);

@@ -141,7 +141,8 @@ Json HotspotsJson(const std::string& csv) {
   Json top = Json::array();
   for (const auto& l : h.top)
     top.push_back(Json{{"address", l.address}, {"source", l.source}, {"stall_samples", l.stall_samples},
-                       {"executed", l.executed}});
+                       {"executed", l.executed}, {"top_reason", l.top_reason},
+                       {"top_reason_samples", l.top_reason_samples}});
   Json j{{"total_samples", h.total_samples}, {"stall_column", h.stall_column}, {"top", top}};
   if (!h.error.empty()) j["error"] = h.error;
   return j;

@@ -8,6 +8,7 @@
 #include "core/subprocess.h"
 #include "profile/metrics.h"
 #include "profile/ncu_csv.h"
+#include "profile/profiler.h"
 #include "profile/sass.h"
 #include "profile/static_profile.h"
 #include "testing/paths.h"
@@ -152,6 +153,30 @@ TEST(NcuCsv, NoTableIsAnErrorValue) {
   EXPECT_FALSE(r.ok());
   EXPECT_TRUE(r.kernels.empty());
   EXPECT_EQ(r.warnings.size(), 1u);
+}
+
+// The source page of transpose_naive recorded on the H200 (record.sh): a
+// "Kernel Name" line above the header, addresses as absolute PCs, the SASS
+// indented, per-reason columns with short names (stall_long_sb, stall_drain).
+TEST(NcuCsv, SourcePageRecordedOnTheH200) {
+  SourceHotspots h = ParseSourcePage(Data("ncu/h200_source_page.csv"), 3);
+  ASSERT_TRUE(h.error.empty()) << h.error;
+  EXPECT_EQ(h.stall_column, "Warp Stall Sampling (All Samples)");
+  EXPECT_EQ(h.total_samples, 32282);
+  ASSERT_EQ(h.top.size(), 3u);
+  // Most samples sit on the BRA after EXIT, never executed: finished warps
+  // waiting for their scattered stores to drain.
+  EXPECT_EQ(h.top[0].source, "BRA 0x7efa8f7a9170");
+  EXPECT_EQ(h.top[0].stall_samples, 17345);
+  EXPECT_EQ(h.top[0].executed, 0);
+  EXPECT_EQ(h.top[0].top_reason, "drain");
+  EXPECT_EQ(h.top[0].top_reason_samples, 17301);
+  // Then the store, waiting on the load that feeds it.
+  EXPECT_EQ(h.top[1].source, "STG.E desc[UR4][R4.64], R3");
+  EXPECT_EQ(h.top[1].executed, 524288);
+  EXPECT_EQ(h.top[1].top_reason, "long_scoreboard");
+  EXPECT_EQ(h.top[1].top_reason_samples, 9985);
+  EXPECT_EQ(h.top[2].address, "0x7efa8f7a9070");
 }
 
 TEST(NcuCsv, MergeLaunchesSumsCountersAndWeightsPercentages) {

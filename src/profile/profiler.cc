@@ -7,8 +7,10 @@
 #include <cstdlib>
 #include <algorithm>
 #include <fstream>
+#include <map>
 
 #include "core/subprocess.h"
+#include "profile/metrics.h"
 
 namespace kopt {
 namespace {
@@ -194,10 +196,35 @@ std::unique_ptr<Profiler> MakeProcessProfiler(std::string ncu) {
   return std::make_unique<ProcessProfiler>(std::move(ncu));
 }
 
+namespace {
+
+// The source page names stall reasons shorter than the metrics do.
+std::string StallReasonOfColumn(const std::string& column) {
+  static const std::map<std::string, std::string> kShort = {
+      {"long_sb", "long_scoreboard"},  {"short_sb", "short_scoreboard"}, {"mio", "mio_throttle"},
+      {"lg", "lg_throttle"},           {"tex", "tex_throttle"},          {"math", "math_pipe_throttle"},
+      {"dispatch", "dispatch_stall"},  {"no_inst", "no_instruction"},    {"imc", "imc_miss"},
+      {"sleep", "sleeping"}};
+  const std::string prefix = "stall_";
+  if (column.rfind(prefix, 0) != 0 || column.find(' ') != std::string::npos) return "";
+  std::string r = column.substr(prefix.size());
+  if (auto it = kShort.find(r); it != kShort.end()) return it->second;
+  const auto& known = StallReasons();
+  return std::find(known.begin(), known.end(), r) != known.end() ? r : "";
+}
+
+std::string Trimmed(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+}  // namespace
+
 SourceHotspots ParseSourcePage(const std::string& csv, size_t top) {
   SourceHotspots h;
   std::vector<std::string> header;
   int addr = -1, src = -1, stall = -1, exec = -1;
+  std::vector<std::pair<int, std::string>> reason_columns;  // "selected" is issuing: left out
   std::vector<SourceLine> lines;
   size_t pos = 0;
   while (pos < csv.size()) {
@@ -224,6 +251,10 @@ SourceHotspots ParseSourcePage(const std::string& csv, size_t top) {
       if (addr >= 0 && src >= 0) {
         header = cells;
         if (stall >= 0) h.stall_column = cells[stall];
+        for (size_t i = 0; i < cells.size(); ++i) {
+          std::string r = StallReasonOfColumn(cells[i]);
+          if (!r.empty() && r != "selected") reason_columns.emplace_back(static_cast<int>(i), r);
+        }
       } else {
         addr = src = stall = exec = -1;
       }
@@ -232,9 +263,16 @@ SourceHotspots ParseSourcePage(const std::string& csv, size_t top) {
     auto cell = [&](int i) { return i >= 0 && i < static_cast<int>(cells.size()) ? cells[i] : std::string(); };
     SourceLine l;
     l.address = cell(addr);
-    l.source = cell(src);
+    l.source = Trimmed(cell(src));
     l.stall_samples = ParseNcuNumber(cell(stall)).value_or(0);
     l.executed = ParseNcuNumber(cell(exec)).value_or(0);
+    for (const auto& [i, reason] : reason_columns) {
+      double v = ParseNcuNumber(cell(i)).value_or(0);
+      if (v > l.top_reason_samples) {
+        l.top_reason_samples = v;
+        l.top_reason = reason;
+      }
+    }
     h.total_samples += l.stall_samples;
     lines.push_back(std::move(l));
   }

@@ -73,6 +73,11 @@ struct SourceLine {
   std::string source;        ///< the instruction as ncu prints it
   double stall_samples = 0;  ///< warp-state samples at this PC (all reasons)
   double executed = 0;       ///< warp-level instructions executed
+  /// The reason holding most of this PC's samples, in StallReasons()' names
+  /// ("drain", "long_scoreboard"), and its samples; empty when the page has
+  /// no per-reason columns.
+  std::string top_reason;
+  double top_reason_samples = 0;
 };
 
 /// The instructions that hold most of the stall samples.
@@ -86,8 +91,11 @@ struct SourceHotspots {
 /// Reads `ncu --page source --csv --print-source sass`: finds the header row
 /// (an "Address" and a "Source" column), takes the stall samples from the
 /// first column named like "Warp Stall Sampling (All Samples)" (else any
-/// "Stall Sampling" column) and executions from "Instructions Executed";
-/// keeps the `top` rows by samples.
+/// "Stall Sampling" column) and executions from "Instructions Executed",
+/// the dominant reason from the per-reason `stall_*` columns (ncu 2025's
+/// short names, mapped onto StallReasons()); keeps the `top` rows by samples.
+/// A stall-heavy PC executed zero times is usually the `BRA` after `EXIT`,
+/// where finished warps wait for their stores to drain.
 SourceHotspots ParseSourcePage(const std::string& csv, size_t top = 10);
 
 /// $KOPT_NCU, then ncu on PATH, then /usr/local/cuda/bin/ncu; empty when none.

@@ -12,7 +12,8 @@
 namespace kopt {
 namespace {
 
-Json Profile(const std::string& task, const std::string& cand, const std::string& name) {
+Json Profile(const std::string& task, const std::string& cand, const std::string& name,
+             const std::vector<std::string>& extra = {}) {
   auto root = testing::SourceDir();
   auto out = testing::ScratchDir("gpu-profile") / (name + ".json");
   ProcessOptions o;
@@ -20,9 +21,10 @@ Json Profile(const std::string& task, const std::string& cand, const std::string
   o.env["KOPT_CACHE"] = testing::ScratchDir("gpu-profile-cache").string();
   // KOPT_BIN: a kopt binary carried to the GPU machine (bench/gpu_steps.sh).
   const char* bin = std::getenv("KOPT_BIN");
-  ProcessResult r = RunProcess({bin && *bin ? bin : KOPT_BINARY, "profile", (root / task).string(), (root / cand).string(),
-                                "--max-seconds", "0.2", "--json", out.string()},
-                               o);
+  std::vector<std::string> argv = {bin && *bin ? bin : KOPT_BINARY, "profile", (root / task).string(),
+                                   (root / cand).string(), "--max-seconds", "0.2", "--json", out.string()};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  ProcessResult r = RunProcess(argv, o);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   return r.exit_code == 0 ? ReadJsonFile(out) : Json();
 }
@@ -39,16 +41,24 @@ TEST(GpuProfile, ReluSolutionIsDramBoundAndClean) {
   EXPECT_TRUE(j["tier_seconds"].contains("static"));
 }
 
+// Also the champion's tier: --source adds the source-level counters of the
+// kernel taking the most time, each hot instruction with its main stall reason.
 TEST(GpuProfile, BankConflictsAreFoundOnTheUnpaddedTranspose) {
   KOPT_REQUIRE_GPU();
   if (FindNcu().empty()) GTEST_SKIP() << "needs ncu";
   Json j = Profile("tests/profile_zoo/tasks/transpose.py", "tests/profile_zoo/candidates/transpose_unpadded.cu",
-                   "transpose");
+                   "transpose", {"--source"});
   ASSERT_TRUE(j.is_object());
   bool found = false;
   for (const auto& k : j["report"]["kernels"])
     for (const auto& d : k["diagnoses"]) found |= d["tool"] == "bank_conflicts";
   EXPECT_TRUE(found);
+  EXPECT_TRUE(j["tier_seconds"].contains("ncu source"));
+  ASSERT_TRUE(j["hotspots"].is_object()) << j.dump();
+  EXPECT_FALSE(j["hotspots"].contains("error")) << j["hotspots"].dump();
+  EXPECT_GT(j["hotspots"]["total_samples"].get<double>(), 0);
+  ASSERT_FALSE(j["hotspots"]["top"].empty());
+  EXPECT_FALSE(j["hotspots"]["top"][0]["top_reason"].get<std::string>().empty());
 }
 
 }  // namespace
