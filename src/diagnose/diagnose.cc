@@ -56,15 +56,23 @@ DiagnosisReport DiagnoseProfile(const NcuReport& ncu, const StaticReport& static
     dram_bytes_per_call += MetricOr(merged, metric::kDramBytes) / calls;
     launches_per_call += f.launches;
 
+    // One kernel does all the call's work: each of its launches does an equal
+    // share of the call's bytes and FLOPs (one share when it launches once;
+    // the timeline counts launches ncu did not profile).
+    const bool sole = names.size() == 1;
+    const double share = 1.0 / std::max({1.0, f.launches / calls, ctx.launches});
     RooflineInput rin;
     rin.ceilings = ctx.ceilings;
     rin.sm_count = ctx.device.sm_count;
+    // L2 can keep at most its size out of DRAM over the whole call, so each
+    // of the sole kernel's launches gets its share of that allowance too.
+    rin.l2_bytes = static_cast<double>(ctx.device.l2_bytes) * (sole ? share : 1.0);
     rin.time_ms = f.mean_ms;
     rin.dram_bytes = MetricOr(merged, metric::kDramBytes) / f.launches;
     rin.metrics = merged;
-    if (names.size() == 1) {  // one kernel does all the call's work: its FLOPs are the call's
-      rin.flops = ctx.flops_by_precision;
-      rin.min_bytes = ctx.min_bytes;
+    if (sole) {
+      for (const auto& [precision, flops] : ctx.flops_by_precision) rin.flops[precision] = flops * share;
+      rin.min_bytes = ctx.min_bytes * share;
     }
     f.roofline = ClassifyRoofline(rin, roofline);
 
@@ -74,10 +82,10 @@ DiagnosisReport DiagnoseProfile(const NcuReport& ncu, const StaticReport& static
     in.device = ctx.device;
     in.roofline = f.roofline;
     in.thresholds = &thresholds;
-    if (names.size() == 1) {  // one kernel does all the work of the call
-      in.min_bytes = ctx.min_bytes;
-      in.flops = ctx.flops;
-      in.matrix_flops = ctx.matrix_flops;
+    if (sole) {
+      in.min_bytes = ctx.min_bytes * share;
+      in.flops = ctx.flops * share;
+      in.matrix_flops = ctx.matrix_flops * share;
     }
     for (const auto& sk : static_report.kernels) {
       if (!SameKernel(name, sk)) continue;
@@ -109,6 +117,7 @@ DiagnosisReport DiagnoseProfile(const NcuReport& ncu, const StaticReport& static
   RooflineInput call;
   call.ceilings = ctx.ceilings;
   call.sm_count = ctx.device.sm_count;
+  call.l2_bytes = static_cast<double>(ctx.device.l2_bytes);
   call.time_ms = ctx.time_ms > 0 ? ctx.time_ms : kernel_ms_per_call;
   call.kernel_ms = kernel_ms_per_call;
   call.dram_bytes = dram_bytes_per_call;

@@ -34,6 +34,7 @@ bool IsMemoryBound(BoundClass c);
 struct RooflineInput {
   Ceilings ceilings;
   int sm_count = 0;
+  double l2_bytes = 0;        ///< of the device's L2, what this work may keep out of DRAM; 0: unknown
   double time_ms = 0;         ///< measured per call (CUDA events)
   double kernel_ms = 0;       ///< sum of kernel durations per call (ncu or events); 0: unknown
   double dram_bytes = 0;      ///< moved per call; 0: unknown
@@ -62,6 +63,10 @@ struct RooflineResult {
   double headroom = 0;      ///< time_ms / floor_ms (1 = at the floor); 0 when unknown
   std::map<std::string, double> utilization;  ///< unit -> percent of its peak
   std::string explanation;  ///< one plain-English sentence
+  /// The DRAM utilization came from the bytes the work must move through
+  /// DRAM (min_bytes beyond what L2 can hold), not from ncu's counter, which
+  /// misses writes L2 holds past the kernel's end.
+  bool dram_from_min_bytes = false;
 };
 
 RooflineResult ClassifyRoofline(const RooflineInput& input, const RooflineThresholds& t);

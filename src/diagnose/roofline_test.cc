@@ -46,6 +46,39 @@ TEST(Roofline, DramBoundWithFloorAndHeadroom) {
   EXPECT_TRUE(ToJson(r).contains("explanation"));
 }
 
+// Numbers from the H200 recording of the zoo's axpb_slabs (one 1 GB
+// y = a*x + b in 32 launches): ncu saw each launch write 0.5 MB of its 16 MB
+// output to DRAM (L2 held the rest past the kernel's end) and read 38% DRAM
+// against 74% L2. The call must still move 1 GB less L2's 63 MB through DRAM.
+TEST(Roofline, WritesHeldInL2DoNotMakeAStreamingCallL2Bound) {
+  RooflineInput in = H200Input();
+  in.ceilings.bandwidth_bytes_per_s = 4.67e12;
+  in.l2_bytes = 62914560;
+  in.time_ms = 0.379;
+  in.kernel_ms = 0.305;
+  in.min_bytes = 1073741824;
+  in.metrics = {{metric::kDramThroughputPct, 38.4}, {metric::kL2ThroughputPct, 74.0},
+                {metric::kWaves, 31}};
+  RooflineResult r = ClassifyRoofline(in, RealThresholds());
+  EXPECT_EQ(r.bound, BoundClass::kMemoryDram) << r.explanation;
+  EXPECT_TRUE(r.dram_from_min_bytes);
+  EXPECT_NEAR(r.utilization.at("dram"), 100 * (1073741824.0 - 62914560) / 0.305e-3 / 4.67e12, 1e-6);
+  EXPECT_NE(r.explanation.find("L2 held"), std::string::npos);
+
+  // Work that fits in L2 gives no lower bound: the counter stands.
+  RooflineInput small = in;
+  small.min_bytes = 32e6;
+  RooflineResult s = ClassifyRoofline(small, RealThresholds());
+  EXPECT_FALSE(s.dram_from_min_bytes);
+  EXPECT_DOUBLE_EQ(s.utilization.at("dram"), 38.4);
+  EXPECT_EQ(s.bound, BoundClass::kMemoryL2);
+
+  // A counter above the bound stands too (the kernel moves more than the minimum).
+  RooflineInput busy = in;
+  busy.metrics[metric::kDramThroughputPct] = 90;
+  EXPECT_FALSE(ClassifyRoofline(busy, RealThresholds()).dram_from_min_bytes);
+}
+
 TEST(Roofline, RatesFromCeilingsWhenNoSolPercentages) {
   RooflineInput in = H200Input();
   in.time_ms = 1.0;
