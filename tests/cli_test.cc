@@ -36,7 +36,8 @@ std::string Data(const std::string& rel) { return (testing::SourceDir() / "tests
 TEST(Cli, HelpListsSubcommands) {
   KoptRun r = Kopt({"--help"});
   EXPECT_EQ(r.r.exit_code, 0);
-  for (const char* sub : {"capture", "eval", "bench", "profile"}) EXPECT_NE(r.r.out.find(sub), std::string::npos);
+  for (const char* sub : {"capture", "eval", "bench", "profile", "report"})
+    EXPECT_NE(r.r.out.find(sub), std::string::npos);
 }
 
 // kopt profile --replay on a folder laid out as --save writes it, built from
@@ -54,8 +55,10 @@ TEST(Cli, ProfileReplaysASavedProfile) {
                            {"context", {{"device", device}, {"ceilings", ceilings}, {"time_ms", 4.2}}},
                            {"tier_seconds", {{"ncu tier 1", 1.0}}}});
   fs::path out = dir / "out.json";
-  KoptRun r = Kopt({"profile", "--replay", dir.string(), "--json", out.string()});
+  fs::path html = dir / "out.html";
+  KoptRun r = Kopt({"profile", "--replay", dir.string(), "--json", out.string(), "--html", html.string()});
   ASSERT_EQ(r.r.exit_code, 0) << r.all();
+  EXPECT_NE(ReadTextFile(html).find("bank_conflicts"), std::string::npos);
   EXPECT_NE(r.r.out.find("diagnoses, most valuable first"), std::string::npos) << r.r.out;
   EXPECT_NE(r.r.out.find("bank_conflicts on smem_column_read"), std::string::npos) << r.r.out;
   EXPECT_NE(r.r.out.find("uncoalesced_global on transpose_naive"), std::string::npos) << r.r.out;
@@ -93,7 +96,7 @@ TEST(Cli, EvalOnCpuGivesEachCandidateItsVerdict) {
   auto json = (dir / "eval.json").string();
   KoptRun r = Kopt({"eval", Data("linear_relu.py"), Data("solutions/linear_relu.py"), Data("solutions/linear_relu_half.py"),
                 Data("solutions/linear_relu_mutates.py"), Data("solutions/linear_relu_bad_syntax.cu"), "--device",
-                "cpu", "--max-seconds", "0.2", "--json", json});
+                "cpu", "--max-seconds", "0.2", "--json", json, "--html", (dir / "eval.html").string()});
   ASSERT_FALSE(r.r.timed_out) << r.all();
   EXPECT_EQ(r.r.exit_code, 1) << r.all();  // some candidates fail
   Json j = ReadJsonFile(json);
@@ -108,6 +111,27 @@ TEST(Cli, EvalOnCpuGivesEachCandidateItsVerdict) {
   // Every timing sample is kept in the record.
   EXPECT_GT(j["records"][0]["timing"]["samples"]["candidate"]["host_ms"].size(), 3u);
   EXPECT_NE(r.r.out.find("verdict    correct"), std::string::npos) << r.r.out;
+  std::string html = ReadTextFile(dir / "eval.html");
+  EXPECT_NE(html.find("build failed"), std::string::npos);
+  EXPECT_NE(html.find("modified its inputs"), std::string::npos);
+}
+
+// kopt report renders a saved result; a JSON that is not one is one sentence.
+TEST(Cli, ReportRendersSavedResults) {
+  fs::path dir = testing::ScratchDir("cli-report");
+  fs::copy_file(testing::SourceDir() / "tests/data/report/bench_h200_s3.json", dir / "bench.json",
+                fs::copy_options::overwrite_existing);
+  KoptRun r = Kopt({"report", (dir / "bench.json").string()});
+  ASSERT_EQ(r.r.exit_code, 0) << r.all();
+  EXPECT_NE(r.r.out.find("bench.html"), std::string::npos);
+  EXPECT_NE(ReadTextFile(dir / "bench.html").find("<svg"), std::string::npos);
+
+  WriteJsonFileAtomic(dir / "other.json", Json{{"hello", 1}});
+  KoptRun bad = Kopt({"report", (dir / "other.json").string(), "-o", (dir / "other.html").string()});
+  EXPECT_EQ(bad.r.exit_code, 2);
+  EXPECT_NE(bad.r.err.find("is not a kopt result"), std::string::npos) << bad.all();
+  EXPECT_EQ(std::count(bad.r.err.begin(), bad.r.err.end(), '\n'), 1) << bad.r.err;
+  EXPECT_FALSE(fs::exists(dir / "other.html"));
 }
 
 TEST(Cli, EvalOnCpuRejectsIntegrityCheats) {

@@ -7,6 +7,7 @@
 #include "cli/context.h"
 #include "core/error.h"
 #include "report/bench_report.h"
+#include "report/html_report.h"
 #include "report/table.h"
 #include "task/task_loader.h"
 
@@ -20,6 +21,7 @@ struct BenchArgs {
   std::string filter;
   bool compile = true;
   std::string json_out;
+  std::string html_out;
   double max_seconds = 2.0;
 };
 
@@ -91,10 +93,12 @@ int RunBench(const BenchArgs& a) {
   std::vector<BenchRow> rows;
   std::string json_path = a.json_out;
   auto save = [&] {
-    if (json_path.empty()) return;
+    if (json_path.empty() && a.html_out.empty()) return;
     Json j{{"suite", a.dir}, {"device", ToJson(ctx.evaluator->Device())}, {"rows", Json::array()}};
     for (const auto& r : rows) j["rows"].push_back(ToJson(r));
-    WriteJsonFileAtomic(json_path, j);  // after every row: an interruption loses nothing finished
+    // After every row: an interruption loses nothing finished.
+    if (!json_path.empty()) WriteJsonFileAtomic(json_path, j);
+    if (!a.html_out.empty()) WriteHtmlReport(a.html_out, j);
   };
   size_t index = 0;
   for (const auto& task : tasks) {
@@ -172,6 +176,7 @@ int RunBench(const BenchArgs& a) {
              "compile is the cached torch.compile baseline.\n",
              tasks.size(), dev.name, dev.torch_version);
   if (!json_path.empty()) fmt::print("wrote {}\n", json_path);
+  if (!a.html_out.empty()) fmt::print("wrote {}\n", a.html_out);
   return 0;
 }
 
@@ -186,6 +191,7 @@ void AddBenchCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--filter", args->filter, "Only tasks whose path matches this regular expression");
   cmd->add_flag("!--no-compile", args->compile, "Skip torch.compile baselines (they take a while to compile)");
   cmd->add_option("--json", args->json_out, "Write the results to this file (updated after every row)");
+  cmd->add_option("--html", args->html_out, "Write an HTML report with charts to this file (updated after every row)");
   cmd->add_option("--max-seconds", args->max_seconds, "Timing budget per contender")->capture_default_str();
   AddContractOptions(cmd, &args->contract);
   AddCommonOptions(cmd, &args->common);

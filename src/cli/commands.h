@@ -10,5 +10,6 @@ void AddCaptureCommand(CLI::App* app, int* exit_code);
 void AddEvalCommand(CLI::App* app, int* exit_code);
 void AddBenchCommand(CLI::App* app, int* exit_code);
 void AddProfileCommand(CLI::App* app, int* exit_code);
+void AddReportCommand(CLI::App* app, int* exit_code);
 
 }  // namespace kopt

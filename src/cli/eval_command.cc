@@ -4,6 +4,7 @@
 #include "cli/commands.h"
 #include "cli/context.h"
 #include "core/error.h"
+#include "report/html_report.h"
 #include "report/table.h"
 #include "task/task_loader.h"
 
@@ -19,6 +20,7 @@ struct EvalArgs {
   std::vector<int> seeds = {11, 12, 13};
   bool compile = false;
   std::string json_out;
+  std::string html_out;
   double max_seconds = 3.0;
   double timeout_s = 60;
 };
@@ -103,10 +105,12 @@ int RunEval(const EvalArgs& a) {
     PrintRecord(rec, bundle, contract);
     failed += !std::holds_alternative<Measured>(rec.outcome);
     records.push_back(ToJson(rec));
-    if (!a.json_out.empty())  // after every candidate: nothing finished is lost
-      WriteJsonFileAtomic(a.json_out, Json{{"bundle", ToJson(bundle)}, {"records", records}});
+    // After every candidate: nothing finished is lost.
+    if (!a.json_out.empty()) WriteJsonFileAtomic(a.json_out, Json{{"bundle", ToJson(bundle)}, {"records", records}});
+    if (!a.html_out.empty()) WriteHtmlReport(a.html_out, Json{{"bundle", ToJson(bundle)}, {"records", records}});
   }
   if (!a.json_out.empty()) fmt::print("wrote {}\n", a.json_out);
+  if (!a.html_out.empty()) fmt::print("wrote {}\n", a.html_out);
   return failed ? 1 : 0;
 }
 
@@ -130,6 +134,7 @@ void AddEvalCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--timeout", args->timeout_s, "Seconds verification may take before the candidate counts as hung")
       ->capture_default_str();
   cmd->add_option("--json", args->json_out, "Write the full records (every sample) to this file");
+  cmd->add_option("--html", args->html_out, "Write an HTML report with charts to this file");
   AddContractOptions(cmd, &args->contract);
   AddCommonOptions(cmd, &args->common);
   cmd->callback([args, exit_code] { *exit_code = RunEval(*args); });

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "diagnose/profile_session.h"
+#include "report/html_report.h"
 #include "report/table.h"
 #include "task/task_loader.h"
 
@@ -23,6 +24,7 @@ struct ProfileArgs {
   std::string task;
   std::string candidate;
   std::string json_out;
+  std::string html_out;
   std::string save_dir;
   std::string replay_dir;
   int tier = 2;
@@ -200,12 +202,17 @@ int RunProfile(const ProfileArgs& a) {
   if (!stored.empty()) {  // diagnoses are kept with the candidate
     SaveProfile(d, stored);
     WriteJsonFileAtomic(stored / "diagnosis.json", j);
+    WriteHtmlReport(stored / "report.html", j);
     fmt::print("stored     {}\n", stored.string());
   }
   if (!a.save_dir.empty()) SaveProfile(d, a.save_dir);
   if (!a.json_out.empty()) {
     WriteJsonFileAtomic(a.json_out, j);
     fmt::print("wrote {}\n", a.json_out);
+  }
+  if (!a.html_out.empty()) {
+    WriteHtmlReport(a.html_out, j);
+    fmt::print("wrote {}\n", a.html_out);
   }
   return 0;
 }
@@ -241,6 +248,7 @@ void AddProfileCommand(CLI::App* app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--max-seconds", args->max_seconds, "Timing budget of the verification run")->capture_default_str();
   cmd->add_option("--json", args->json_out, "Write the classification and diagnoses to this file");
+  cmd->add_option("--html", args->html_out, "Write an HTML report (roofline, utilization, diagnoses) to this file");
   cmd->add_option("--save", args->save_dir, "Also keep the raw ncu CSV, SASS and context in this folder");
   cmd->add_option("--replay", args->replay_dir,
                   "Diagnose a folder written by --save again, without a GPU (thresholds from data/diagnose)");
