@@ -91,6 +91,14 @@ std::string HtmlTable(const std::vector<std::string>& headers, const std::vector
   return s + "</tbody></table>";
 }
 
+// The reasons a table's [n] marks point to.
+std::string NumberedNotes(const std::vector<std::string>& notes) {
+  if (notes.empty()) return "";
+  std::string s = "<ol class=\"note\">";
+  for (const auto& n : notes) s += "<li>" + H(n) + "</li>";
+  return s + "</ol>";
+}
+
 std::string DeviceLine(const Json& device) {
   if (!device.is_object()) return "";
   std::string s = Str(device, "name");
@@ -166,11 +174,7 @@ std::string BenchBody(const Json& j) {
   s += HtmlTable({"task", "solution", "eager ms", "compile ms", "floor ms", "ms", "vs eager", "vs compile",
                   "of floor", "verdict"},
                  table);
-  if (!notes.empty()) {
-    s += "<ol class=\"note\">";
-    for (const auto& n : notes) s += "<li>" + H(n) + "</li>";
-    s += "</ol>";
-  }
+  s += NumberedNotes(notes);
   s += "<p class=\"note\">Times are medians of CUDA-event timings per call with the L2 flushed before each call. "
        "Eager is timed interleaved with each solution in the same session; compile is the cached "
        "<code>torch.compile</code> baseline; the floor is the larger of the task's minimum bytes at the measured "
@@ -233,13 +237,10 @@ std::string EvalBody(const Json& j) {
   s += HtmlTable({"candidate", "kind", "verdict", "median ms", "95% interval", "eager ms", "vs eager", "of floor",
                   "source to verdict s"},
                  table);
-  if (!reasons.empty()) {
-    s += "<ol class=\"note\">";
-    for (const auto& n : reasons) s += "<li>" + H(n) + "</li>";
-    s += "</ol>";
-  }
+  s += NumberedNotes(reasons);
   s += "<p class=\"note\">Each candidate is verified against a float64 truth on several seeds before it is timed; "
-       "eager PyTorch is timed interleaved with it. The interval is a bootstrap 95% interval of the median.</p>";
+       "eager PyTorch is timed interleaved with it. The interval is a distribution-free 95% interval of the median "
+       "(order statistics of the samples).</p>";
   return s;
 }
 
