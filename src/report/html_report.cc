@@ -309,7 +309,8 @@ std::string ProfileBody(const Json& j) {
   if (!roof_svg.empty()) {
     s += roof_svg;
     s += "<p class=\"note\">Intensity is the task's FLOPs over the bytes it must move through DRAM at least "
-         "once; the roof at that intensity is the floor, and the dashed drop is how far the call is from it. "
+         "once; for work in one precision the roof at that intensity is the floor, and the dashed drop is the "
+         "headroom above. "
          "The bandwidth roof is the best of kopt's copy and fill probes on this GPU; each compute roof is the "
          "larger of its matmul probe and the per-clock peak at this GPU's SM count and clock.</p>";
   } else {

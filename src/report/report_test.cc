@@ -123,6 +123,8 @@ TEST(Svg, BarsAndRooflineAreWellFormed) {
   EXPECT_TRUE(WellFormed(s, &why)) << why;
   EXPECT_NE(s.find("call (2.00x below the roof)"), std::string::npos) << s;
   EXPECT_EQ(Count(s, "<polyline"), 2u);
+  r.points = {{"rewrite", 1.0, 8e12}};  // faster than the roof allows for the work it was placed with
+  EXPECT_NE(RooflineSvg(r).find("rewrite (2.00x above the roof)"), std::string::npos);
   r.bandwidth_bytes_per_s = 0;
   EXPECT_EQ(RooflineSvg(r), "");
 }

@@ -229,11 +229,12 @@ std::string RooflineSvg(const RooflineChart& c) {
             [](const RooflineCeiling& a, const RooflineCeiling& b) { return a.flops_per_s < b.flops_per_s; });
 
   // The domain covers every point and every ridge, a decade either side.
-  double ai_lo = points[0].intensity, ai_hi = ai_lo, y_lo = points[0].flops_per_s;
+  double ai_lo = points[0].intensity, ai_hi = ai_lo, y_lo = points[0].flops_per_s, y_hi = y_lo;
   for (const auto& p : points) {
     ai_lo = std::min(ai_lo, p.intensity);
     ai_hi = std::max(ai_hi, p.intensity);
     y_lo = std::min(y_lo, p.flops_per_s);
+    y_hi = std::max(y_hi, p.flops_per_s);
   }
   for (const auto& r : roofs) {
     ai_lo = std::min(ai_lo, r.flops_per_s / bw);
@@ -242,7 +243,7 @@ std::string RooflineSvg(const RooflineChart& c) {
   const double height = 440, left = 80, right = 150, top = 36, bottom = 56;
   Axis x{std::pow(10.0, std::floor(Log10(ai_lo)) - 1), std::pow(10.0, std::ceil(Log10(ai_hi)) + 1), left,
          kWidth - right, true};
-  const double y_top = std::pow(10.0, std::ceil(Log10(roofs.back().flops_per_s * 1.2)));
+  const double y_top = std::pow(10.0, std::ceil(Log10(std::max(roofs.back().flops_per_s, y_hi) * 1.2)));
   y_lo = std::min(y_lo, bw * x.lo);
   double y_bottom = std::pow(10.0, std::floor(Log10(y_lo)));
   y_bottom = std::max(y_bottom, y_top / 1e9);  // nine decades at most
@@ -292,13 +293,16 @@ std::string RooflineSvg(const RooflineChart& c) {
       }
     }
     double px = x.Map(p.intensity), py = y.Map(p.flops_per_s);
+    // Above the roof means less work than the FLOPs and bytes the point was
+    // placed with (an algebraic rewrite of the reference): said, not hidden.
+    std::string where = roof >= p.flops_per_s ? fmt::format("{:.2f}x below the roof", roof / p.flops_per_s)
+                                              : fmt::format("{:.2f}x above the roof", p.flops_per_s / roof);
     s += "<g>";
-    s += fmt::format("<title>{}: {:.3g} FLOP/byte, {}FLOP/s, {:.2f}x below the roof</title>", XmlEscape(p.label),
-                     p.intensity, SiFormat(p.flops_per_s), roof / p.flops_per_s);
+    s += fmt::format("<title>{}: {:.3g} FLOP/byte, {}FLOP/s, {}</title>", XmlEscape(p.label), p.intensity,
+                     SiFormat(p.flops_per_s), where);
     if (roof > p.flops_per_s) s += Line(px, y.Map(roof), px, py, "drop");
     s += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"5\" class=\"point\" {}/>", Num(px), Num(py), Style("point"));
-    s += Text(px + 8, py + 4, fmt::format("{} ({:.2f}x below the roof)", p.label, roof / p.flops_per_s), "start",
-              "point-label");
+    s += Text(px + 8, py + 4, fmt::format("{} ({})", p.label, where), "start", "point-label");
     s += "</g>";
   }
   s += "</svg>";
