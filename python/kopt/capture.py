@@ -49,8 +49,11 @@ _MATRIX_OPS = {
     "convolution", "_convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
     "conv_transpose2d", "conv_transpose3d", "cudnn_convolution", "cudnn_convolution_transpose",
     "mkldnn_convolution", "convolution_overrideable", "_scaled_mm", "einsum", "dot", "mv", "addmv",
-    "vdot", "_int_mm",
+    "vdot", "_int_mm", "_cudnn_rnn",
 }
+
+# cuDNN's fused RNN op: gates per cell by mode (RNN_RELU, RNN_TANH, LSTM, GRU).
+_RNN_GATES = {0: 1, 1: 1, 2: 4, 3: 3}
 
 _POINTWISE = {
     "add", "sub", "mul", "div", "neg", "abs", "relu", "relu_", "sigmoid", "tanh", "exp", "exp2",
@@ -134,6 +137,8 @@ def _own_flops(base: str, args, kwargs, outs: List[torch.Tensor]) -> Optional[in
             lq, e = q.shape[-2], q.shape[-1]
             lk, ev = k.shape[-2], v.shape[-1]
             return 2 * batch * lq * lk * e + 2 * batch * lq * lk * ev
+        if b == "_cudnn_rnn":
+            return _cudnn_rnn_flops(args, kwargs)
         if b in _POINTWISE:
             return sum(o.numel() for o in outs[:1])
         if b in _REDUCTIONS:
@@ -141,6 +146,36 @@ def _own_flops(base: str, args, kwargs, outs: List[torch.Tensor]) -> Optional[in
     except Exception:
         return None
     return None
+
+
+def _cudnn_rnn_flops(args, kwargs) -> Optional[int]:
+    """The matrix FLOPs of aten::_cudnn_rnn (what nn.LSTM/GRU/RNN run on a
+    GPU): per token, layer and direction, the gate product with the input and
+    the recurrent state, plus the projection when there is one. The gates'
+    pointwise work is left out (a floor may only undercount).
+
+    Schema: input, weight[], weight_stride0, weight_buf, hx, cx, mode,
+    hidden_size, proj_size, num_layers, batch_first, dropout, train,
+    bidirectional, batch_sizes, dropout_state."""
+    names = ("input", "weight", "weight_stride0", "weight_buf", "hx", "cx", "mode", "hidden_size",
+             "proj_size", "num_layers", "batch_first", "dropout", "train", "bidirectional", "batch_sizes")
+    a = dict(zip(names, args))
+    a.update({k: v for k, v in kwargs.items() if k in names})
+    x = a["input"]
+    gates = _RNN_GATES.get(int(a["mode"]))
+    if gates is None:
+        return None
+    hidden, proj = int(a["hidden_size"]), int(a.get("proj_size") or 0)
+    layers, dirs = int(a["num_layers"]), 2 if a.get("bidirectional") else 1
+    out = proj if proj > 0 else hidden
+    # Packed input is (tokens, features); else (seq, batch, features) either way round.
+    tokens = x.shape[0] if x.dim() == 2 else x.shape[0] * x.shape[1]
+    flops = 0
+    for layer in range(layers):
+        width = x.shape[-1] if layer == 0 else out * dirs
+        per_token = 2 * gates * hidden * (width + out) + (2 * hidden * proj if proj > 0 else 0)
+        flops += dirs * tokens * per_token
+    return int(flops)
 
 
 def _registry_flops(func, args, kwargs, out) -> Optional[int]:

@@ -65,3 +65,29 @@ def test_classify():
     assert classify(CandidateRunError("candidate raised", inner)) == ("cuda_error", True)
     assert classify(CandidateRunError("candidate raised", ValueError("x"))) == ("candidate_error", False)
     assert classify(KeyError("x")) == ("internal", False)
+
+
+def test_cudnn_rnn_flops_match_the_decomposed_lstm():
+    """On a GPU nn.LSTM is one opaque aten::_cudnn_rnn; on the CPU it
+    decomposes into mm/addmm per step. kopt's rule for the fused op must give
+    the matrix FLOPs the decomposition counts (projection and GRU too)."""
+    from kopt import capture
+
+    def decomposed(module, x):
+        rec = capture.GraphRecorder()
+        with rec:
+            module(x)
+        return sum(n["flops"] for n in rec.nodes if n["class"] == "matrix")
+
+    torch.manual_seed(0)
+    cases = [
+        (torch.nn.LSTM(16, 32, num_layers=2, batch_first=True), torch.randn(4, 10, 16), 2),
+        (torch.nn.LSTM(16, 32, num_layers=1, proj_size=8), torch.randn(10, 4, 16), 2),
+        (torch.nn.GRU(16, 24, num_layers=2, bidirectional=True), torch.randn(7, 3, 16), 3),
+    ]
+    for module, x, mode in cases:
+        proj = getattr(module, "proj_size", 0)
+        args = [x, [], 0, None, None, None, mode, module.hidden_size, proj, module.num_layers,
+                module.batch_first, 0.0, False, module.bidirectional, []]
+        assert capture._cudnn_rnn_flops(args, {}) == decomposed(module, x), module
+    assert capture.is_matrix_op("_cudnn_rnn")

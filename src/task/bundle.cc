@@ -122,8 +122,12 @@ TaskBundle BundleFromCapture(const Task& task, const std::string& task_hash, con
   b.flops = NumberOr(b.graph, "flops");
   if (b.graph.contains("flops_by_class")) b.matrix_flops = NumberOr(b.graph["flops_by_class"], "matrix");
   b.min_bytes = NumberOr(capture, "min_bytes");
-  for (const auto& n : b.graph.value("nodes", Json::array()))
-    if (n.value("op", "").find("convolution") != std::string::npos) b.conv_flops += NumberOr(n, "flops");
+  // cuDNN's convolutions and fused RNNs may use TF32 under torch's defaults.
+  for (const auto& n : b.graph.value("nodes", Json::array())) {
+    const std::string op = n.value("op", "");
+    if (op.find("convolution") != std::string::npos || op.find("_cudnn_rnn") != std::string::npos)
+      b.conv_flops += NumberOr(n, "flops");
+  }
   for (const auto& k : capture.value("kernels", Json::array()))
     b.kernels.push_back({k.value("name", ""), NumberOr(k, "calls"), NumberOr(k, "device_ms")});
   b.ref_error = capture.value("ref_error", Json());

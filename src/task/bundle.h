@@ -71,7 +71,7 @@ struct TaskBundle {
   /// and its outputs written once, at the measured bandwidth. Times below
   /// this are rejected as impossible.
   double hard_floor_ms = 0;
-  double conv_flops = 0;  ///< convolution FLOPs (cuDNN runs fp32 convs in TF32 by default)
+  double conv_flops = 0;  ///< cuDNN convolution and fused-RNN FLOPs (fp32 runs in TF32 by default)
 
   std::optional<SampleSummary> eager_ms;
   std::optional<SampleSummary> compile_ms;

@@ -102,6 +102,26 @@ TEST(Bundle, HealthyTaskHasNoFlagsAndMemoryFloor) {
   EXPECT_EQ(BundleFromCapture(t, "h", CaptureReply(0.8, 1.2), DeviceInfo{}, SomeCeilings()).floor_ms, 0);
 }
 
+// cuDNN's fused RNN (nn.LSTM on a GPU) is matrix work cuDNN may run in
+// TF32, like its convolutions; other matrix work stays strict fp32.
+TEST(Bundle, CudnnRnnAndConvolutionFlopsCountAsTf32) {
+  Task t{"/x/lstm.py", "lstm", TaskFormat::kKernelBench};
+  DeviceInfo gpu;
+  gpu.available = true;
+  Json reply = CaptureReply(0.8, 1.2);
+  reply["graph"] = {{"flops", 1000},
+                    {"flops_by_class", {{"matrix", 900}, {"other", 100}}},
+                    {"nodes",
+                     {{{"op", "aten::_cudnn_rnn"}, {"flops", 600}, {"class", "matrix"}},
+                      {{"op", "aten::convolution"}, {"flops", 200}, {"class", "matrix"}},
+                      {{"op", "aten::mm"}, {"flops", 100}, {"class", "matrix"}}}}};
+  TaskBundle b = BundleFromCapture(t, "h", reply, gpu, SomeCeilings());
+  EXPECT_EQ(b.conv_flops, 800);
+  auto by = FlopsByPrecision(b);
+  EXPECT_EQ(by.at("tf32"), 800);
+  EXPECT_EQ(by.at("fp32"), 200);  // the mm and the pointwise rest
+}
+
 TEST(Bundle, FlagsDegenerateReferences) {
   Task t{"/x/t.py", "t", TaskFormat::kKernelBench};
   EXPECT_TRUE(BundleFromCapture(t, "h", CaptureReply(0, 1.0), {}, SomeCeilings()).HasFlag(flags::kNearConstant));
