@@ -134,8 +134,8 @@ std::string BenchBody(const Json& j) {
   BarChart vs_eager{"Speedup over eager PyTorch (interleaved in one session)", "speedup", {}, true, 1.0, "1x",
                     0};
   BarChart vs_compile{"Speedup over torch.compile (cached baseline)", "speedup", {}, true, 1.0, "1x", 0};
-  BarChart of_floor{"Floor time / solution time: how close to the physical floor", "percent of the floor", {},
-                    false, 100.0, "the floor", 150};
+  BarChart of_floor{"Floor time / solution time: how close to the reference algorithm's floor",
+                    "percent of the floor", {}, false, 100.0, "the floor", 150};
   std::vector<std::vector<Cell>> table;
   std::vector<std::string> notes;
   for (const auto& r : List(j, "rows")) {
@@ -194,8 +194,9 @@ std::string EvalBody(const Json& j) {
   s += "<p class=\"meta\">" + H(DeviceLine(At(bundle, "device"))) + "</p>";
   const double floor_ms = Num(bundle, "floor_ms");
   if (Has(floor_ms))
-    s += fmt::format("<div class=\"box\">Floor: {} ms ({}-bound): no correct kernel can be faster on this "
-                     "GPU.</div>",
+    s += fmt::format("<div class=\"box\">Floor: {} ms ({}-bound), the reference algorithm's FLOPs and bytes at "
+                     "this GPU's ceilings. A different algorithm (fewer FLOPs) may beat it; only the hard floor, "
+                     "the inputs read and outputs written once, cannot be beaten.</div>",
                      H(FormatMs(floor_ms)), H(Str(bundle, "floor_bound")));
 
   BarChart times{"Median time per call (candidate and eager, interleaved)", "ms", {}, false, std::nullopt, "", 0};
