@@ -1,0 +1,83 @@
+// The Budget one optimization run may spend, shared by the loop, the search
+// policy and the proposers: wall time, GPU time, candidates, LLM tokens and
+// cost. Thread-safe: the compile pool and the GPU stage both charge it.
+#pragma once
+
+#include <functional>
+#include <mutex>
+#include <string>
+
+#include "core/json.h"
+
+namespace kopt {
+
+/// What a run may spend; 0 means "no limit" on that dimension.
+struct BudgetLimits {
+  double wall_s = 0;
+  double gpu_s = 0;
+  long long candidates = 0;
+  long long llm_tokens = 0;
+  double llm_cost_usd = 0;
+  bool Unlimited() const;
+};
+
+/// What a run has spent so far.
+struct BudgetSpent {
+  double wall_s = 0;
+  double gpu_s = 0;
+  long long candidates = 0;
+  long long llm_tokens = 0;
+  double llm_cost_usd = 0;
+};
+
+/// Parses a budget: comma-separated `KEY=VALUE` items with keys wall, gpu,
+/// candidates, tokens, cost; a bare duration ("10m", "90s", "1h30m") is wall
+/// time and a bare integer ("40") is a number of candidates. Throws
+/// kopt::Error, one sentence, on anything else or a negative value.
+BudgetLimits ParseBudget(const std::string& text);
+
+/// "wall 10 min, 40 candidates" (for tables and reports).
+std::string DescribeLimits(const BudgetLimits& limits);
+std::string DescribeSpent(const BudgetSpent& spent);
+
+Json ToJson(const BudgetLimits& l);
+Json ToJson(const BudgetSpent& s);
+BudgetLimits BudgetLimitsFromJson(const Json& j);
+BudgetSpent BudgetSpentFromJson(const Json& j);
+
+class Budget {
+ public:
+  /// `now_s` is the clock in seconds (steady); tests pass a fake.
+  explicit Budget(BudgetLimits limits, std::function<double()> now_s = {});
+
+  /// Continues a run that already spent `spent` (kopt optimize --resume):
+  /// the wall clock resumes from spent.wall_s.
+  void Restore(const BudgetSpent& spent);
+
+  void AddGpuSeconds(double s);
+  void AddCandidate();
+  void AddLlm(long long tokens, double cost_usd);
+
+  /// True once any limited dimension is spent.
+  bool Exhausted() const;
+  /// Which limit ran out, in words ("wall time (10 min) spent"); "" if none.
+  std::string ExhaustedReason() const;
+  /// The largest fraction spent over the limited dimensions (0 when
+  /// unlimited), for progress bars and the policy's exploration schedule.
+  double FractionSpent() const;
+
+  BudgetSpent Spent() const;
+  const BudgetLimits& limits() const { return limits_; }
+
+ private:
+  double WallLocked() const;
+
+  BudgetLimits limits_;
+  std::function<double()> now_s_;
+  mutable std::mutex mu_;
+  double start_s_ = 0;
+  BudgetSpent spent_;  ///< everything but wall_s, which the clock gives
+  double wall_before_ = 0;
+};
+
+}  // namespace kopt

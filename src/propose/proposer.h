@@ -1,0 +1,78 @@
+// The Proposer seam: where candidates come from. The search picks a parent
+// node; a proposer turns it into new candidates, each with the move that made
+// it and what it expects the move to change.
+//
+// How to add a proposer: implement Proposer in src/propose/<name>.cc (or a
+// folder for a large one, like expert/ or llm/), add it to MakeProposer in
+// proposer.cc, and test it in <name>_test.cc with real nvcc compiles of what
+// it proposes.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/budget.h"
+#include "core/json.h"
+#include "core/outcome.h"
+#include "core/task.h"
+#include "task/bundle.h"
+#include "task/contract.h"
+
+namespace kopt {
+
+/// What a proposer knows about the task it works on.
+struct ProposeContext {
+  Task task;
+  const TaskBundle* bundle = nullptr;  ///< signature, op graph, floor, baselines
+  Contract contract;
+  std::string arch;                    ///< nvcc target, e.g. "sm_90"
+  /// A user's kernel to start from (kopt optimize --from), if any.
+  std::optional<Candidate> from;
+  Budget* budget = nullptr;            ///< may be null in tests
+  std::uint64_t seed = 1;
+};
+
+/// A node of the search tree as a proposer sees it.
+struct ParentView {
+  int node = 0;
+  int depth = 0;
+  /// Its source; for the root without --from, the proposer's own starting
+  /// candidate (see Proposer::Root) or nothing (the reference itself).
+  std::optional<Candidate> candidate;
+  Json detail = Json::object();  ///< what the proposer recorded when it proposed it
+  std::optional<Outcome> outcome;
+  /// The analysis tools' findings on it, when it was profiled (Diagnosis as
+  /// JSON: tool, severity, estimated_gain, evidence, advice, suggested_moves).
+  Json diagnoses = Json::array();
+  std::vector<std::string> tried_moves;  ///< moves already made from it
+};
+
+/// One new candidate.
+struct Proposal {
+  int parent = 0;
+  std::string move;      ///< in words: "BLOCK 256 -> 512"
+  Candidate candidate;   ///< kind, source, name (path may be empty)
+  std::string expected;  ///< what the move should change, in words
+  std::string proposer;  ///< which proposer made it
+  Json detail = Json::object();  ///< the proposer's own record (e.g. knob values)
+};
+
+class Proposer {
+ public:
+  virtual ~Proposer() = default;
+  virtual std::string Name() const = 0;
+  /// Prepares for a task. Throws kopt::Error, one sentence, when this
+  /// proposer cannot work on it (e.g. the tuner finds no kernel with knobs).
+  virtual void Begin(const ProposeContext& context) = 0;
+  /// The candidate the search starts from when it is not the reference:
+  /// --from, or the proposer's own choice (the tuner's shipped solution).
+  /// The loop measures it as the root. nullopt: the root is the reference.
+  virtual std::optional<Proposal> Root() = 0;
+  /// Up to `n` new children of `parent`; fewer, or none, when it has no more
+  /// ideas there (the search then closes that node).
+  virtual std::vector<Proposal> Propose(const ParentView& parent, int n) = 0;
+};
+
+}  // namespace kopt
