@@ -340,6 +340,7 @@ def run_capture(req: dict, device) -> dict:
         if ref_error is None:
             ref64_failure = ref.model64_error or "float64 evaluation failed"
 
+    distributions = _distribution_facts(ref, task, s0, dev)
     graph = record_graph(ref, clone_args(first_args), s0)
     abi = abi_inputs(ref, first_args, ref.state_tensors())
     min_bytes = sum(nbytes(t) for t in abi) + sum(nbytes(o) for o in first_outs)
@@ -355,10 +356,40 @@ def run_capture(req: dict, device) -> dict:
         "graph": graph,
         "min_bytes": min_bytes,
         "kernels": kernels,
+        "distributions": distributions,
     }
     if ref64_failure:
         reply["ref64_failure"] = ref64_failure
     return reply
+
+
+def _distribution_facts(ref: Reference, task, seed: int, dev) -> dict:
+    """For each input distribution besides the task's own (kopt.inputs):
+    whether it changes any input (a task with no floating-point inputs has
+    nothing to transform) and whether the reference stays finite there (where
+    it does not, the task is not defined on it and candidates are not checked
+    on it)."""
+    from .inputs import DISTRIBUTIONS, describe_distribution
+
+    facts = {}
+    for name in DISTRIBUTIONS:
+        if name == "task":
+            continue
+        entry = {"about": describe_distribution(name)}
+        try:
+            args = make_inputs(task, seed, dev, name)
+            entry["changes_inputs"] = any(isinstance(a, torch.Tensor) and a.is_floating_point() and a.numel() > 0
+                                          for a in args)
+            outs = ref.forward(clone_args(args), seed)
+            stats = [checks.value_stats(o) for o in outs if isinstance(o, torch.Tensor)]
+            entry["finite"] = all(st["nan"] == 0 and st["inf"] == 0 for st in stats)
+            entry["outputs_stats"] = stats
+            del args, outs
+        except Exception as e:  # noqa: BLE001  (the reference rejects such inputs: not defined there)
+            entry["finite"] = False
+            entry["error"] = f"{type(e).__name__}: {e}"[:300]
+        facts[name] = entry
+    return facts
 
 
 def _module_types(model: torch.nn.Module) -> List[str]:

@@ -113,7 +113,8 @@ class Device:
         return energy.total_energy_mj(self.index)
 
     def timer(self, pre=None, head_start_us: float = 0.0):
-        """Returns a callable that times one call: (fn) -> (event_ms|None, host_ms).
+        """Returns a callable that times one call: (fn) -> (event_ms|None,
+        host_ms, what fn returned).
 
         `pre` (the L2 flush) is enqueued after the synchronize and before the
         start event, behind a kernel that spins for `head_start_us`: the GPU
@@ -145,11 +146,11 @@ class Device:
                 if pre is not None:
                     pre()
                 record(start, stream)
-                fn()
+                result = fn()
                 record(end, stream)
                 sync()
                 t1 = clock()
-                return elapsed(start, end), (t1 - t0) / 1e6
+                return elapsed(start, end), (t1 - t0) / 1e6, result
 
             return run
 
@@ -159,8 +160,8 @@ class Device:
             if pre is not None:
                 pre()
             t0 = clock_cpu()
-            fn()
+            result = fn()
             t1 = clock_cpu()
-            return None, (t1 - t0) / 1e6
+            return None, (t1 - t0) / 1e6, result
 
         return run_cpu

@@ -8,7 +8,8 @@ import torch
 
 from . import checks, contract
 from .errors import BadRequest, CandidateLoadError, CandidateRunError, TaskLoadError
-from .inputs import bitwise_equal, clone_args, make_inputs, nbytes, overlaps
+from .fingerprint import fingerprints
+from .inputs import DISTRIBUTIONS, bitwise_equal, clone_args, make_inputs, nbytes, overlaps
 from .integrity import ORIG, Ledger, exact_tensor, plain
 from .tasks import (CudaCandidate, HybridCandidate, Reference, forward_arg_names, get_reference, load_candidate,
                     poison_left)
@@ -22,6 +23,18 @@ def _tolerances(req: dict):
     if not isinstance(tol, dict):
         raise BadRequest("`kernelbench_tol` must be an object")
     return float(tol.get("atol", 1e-2)), float(tol.get("rtol", 1e-2))
+
+
+def _distributions(req: dict) -> List[str]:
+    d = req.get("distributions") or []
+    if not isinstance(d, list) or not all(isinstance(x, str) and x in DISTRIBUTIONS for x in d):
+        raise BadRequest(f"`distributions` must be a list of {', '.join(DISTRIBUTIONS)}")
+    return [x for x in d if x != "task"]
+
+
+def fp_key(base: int, seed: int, distribution: str) -> int:
+    """The fingerprint sample key of one check: the same on both sides."""
+    return int(base) * 1000003 + int(seed) * 101 + DISTRIBUTIONS.index(distribution or "task")
 
 
 def _ref_forward(ref, pristine, seed, recorder=None):
@@ -63,9 +76,14 @@ def run_evaluate(req: dict, device) -> dict:
         ops["error"] = "this torch has no TorchDispatchMode"
         record = False
     run = _Run(task, ref, cand, device, ledger, atol, rtol, want64, terms["precision"], ops if record else None)
+    run.fp_base = int(req.get("fp_key", 0))
     if isinstance(cand, CudaCandidate):
         run.set_output_specs(seeds[0])
     check_list = [run.check(seed, rerun=seed == seeds[0]) for seed in seeds]
+    # The contract's other input distributions, one check each on the first
+    # seed: a kernel right only on get_inputs()'s own distribution fails here.
+    for dist in _distributions(req):
+        check_list.append(run.check(seeds[0], rerun=False, distribution=dist))
 
     if terms["second_shape"]:
         check_list.append(_second_shape(req, terms, seeds[0], device, ledger, atol, rtol, want64, cand,
@@ -101,6 +119,7 @@ def _second_shape(req, terms, seed, device, ledger, atol, rtol, want64, first_ca
             raise CandidateLoadError(f"on the contract's second shape ({where}): {e}", e.cause) from e
     ledger.check()
     run = _Run(task2, ref2, cand2, device, ledger, atol, rtol, want64, terms["precision"], ops)
+    run.fp_base = int(req.get("fp_key", 0))
     try:
         if isinstance(cand2, CudaCandidate):
             run.set_output_specs(seed)
@@ -119,6 +138,7 @@ class _Run:
     def __init__(self, task, ref, cand, device, ledger, atol, rtol, want64, precision, ops):
         self.task, self.ref, self.cand, self.device, self.ledger = task, ref, cand, device, ledger
         self.atol, self.rtol, self.want64, self.precision, self.ops = atol, rtol, want64, precision, ops
+        self.fp_base = 0
 
     def set_output_specs(self, seed: int) -> None:
         # Output shapes/dtypes for the candidate's buffers, from a reference
@@ -145,11 +165,13 @@ class _Run:
             _merge(self.ops["reference"], rec.ops)
         return outs
 
-    def check(self, seed: int, rerun: bool, order: Optional[str] = None) -> dict:
+    def check(self, seed: int, rerun: bool, order: Optional[str] = None, distribution: str = "task") -> dict:
         cand, ref, device = self.cand, self.ref, self.device
-        args = make_inputs(self.task, seed, device.torch_device)
+        args = make_inputs(self.task, seed, device.torch_device, distribution)
         arg_names = forward_arg_names(ref.model, len(args))
         pristine = clone_args(args)
+        key = fp_key(self.fp_base, seed, distribution)
+        input_fp = fingerprints(pristine, key)
         order = order or ("candidate_first" if seed % 2 else "reference_first")
         cand_outs: Optional[List[torch.Tensor]] = None
         ref_outs: Optional[List[torch.Tensor]] = None
@@ -206,9 +228,13 @@ class _Run:
             diffs = _rerun(cand, pristine, seed, cand_outs, device, self.ledger)
             for e, d in zip(outputs, diffs):
                 e["rerun_rel_diff"] = d
-        check = {"seed": seed, "order": order, "inputs_mutated": bool(mutated_names),
+        check = {"seed": seed, "order": order, "distribution": distribution, "inputs_mutated": bool(mutated_names),
                  "mutated_inputs": mutated_names, "outputs": outputs, "candidate_ms": cand_ms,
-                 "n_outputs": len(cand_outs), "n_ref_outputs": len(ref_outs)}
+                 "n_outputs": len(cand_outs), "n_ref_outputs": len(ref_outs),
+                 # What this process's reference computed on what inputs, for
+                 # comparison with a clean process (verdict.cc).
+                 "input_fp": input_fp, "ref_fp": fingerprints(ref_outs, key),
+                 "ref64_fp": fingerprints(ref64, key) if ref64 is not None else None}
         del args, pristine, cand_outs, ref_outs, ref64, lowp
         device.empty_cache()
         return check
@@ -274,4 +300,62 @@ def run_time(req: dict, device) -> dict:
         del probe
     out = run_timing(cfg, task, ref, cand, device, ledger)
     out["load_ms"] = load_ms if cand is not None else None
+    probe = req.get("probe")
+    if isinstance(probe, dict) and cand is not None:
+        # After the candidate ran its timed calls in this process: the
+        # reference on a verification seed's inputs, fingerprinted, so the
+        # verdict can see whether it still computes what a clean process does.
+        seed = int(probe.get("seed", 0))
+        key = fp_key(int(probe.get("fp_key", 0)), seed, "task")
+        args = make_inputs(task, seed, dev)
+        outs = _ref_forward(ref, args, seed)
+        out["ref_probe"] = {"seed": seed, "input_fp": fingerprints(args, key), "ref_fp": fingerprints(outs, key)}
+        ledger.check()
+        out["tampered"] = list(ledger.names)
+        del outs, args
     return out
+
+
+def run_reference(req: dict, device) -> dict:
+    """The clean process's facts: for each check the candidate's process will
+    run (seeds on the task's distribution, the contract's other
+    distributions, the second shape), fingerprints of the inputs, the fp32
+    reference's outputs and the float64 reference's, and the fp32 reference's
+    own error. Only ever sent to a worker that never loaded a candidate."""
+    seeds = req.get("seeds", [11, 12, 13])
+    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) for s in seeds):
+        raise BadRequest("`seeds` must be a non-empty list of integers")
+    terms = contract.parse(req.get("contract"))
+    base = int(req.get("fp_key", 0))
+    want64 = bool(req.get("fp64", True))
+    init_seed = int(req.get("init_seed", 42))
+    task, ref = get_reference(req.get("task"), device.torch_device, init_seed)
+    plan = [(s, "task", None) for s in seeds] + [(seeds[0], d, None) for d in _distributions(req)]
+    if terms["second_shape"]:
+        plan.append((seeds[0], "task", terms["second_shape"]))
+    out = []
+    for seed, dist, shape in plan:
+        t, r = task, ref
+        if shape:
+            t = contract.task_variant(req.get("task"), shape)
+            r = Reference(t, device.torch_device, init_seed)
+        key = fp_key(base, seed, dist)
+        args = make_inputs(t, seed, device.torch_device, dist)
+        outs = _ref_forward(r, clone_args(args), seed)
+        outs64 = r.forward64(clone_args(args), seed) if want64 else None
+        if outs64 is not None and len(outs64) != len(outs):
+            outs64 = None
+        err = None
+        if outs64 is not None:
+            err = [checks.compare(o, o64) if isinstance(o, torch.Tensor) and isinstance(o64, torch.Tensor) and
+                   tuple(o.shape) == tuple(o64.shape) else None for o, o64 in zip(outs, outs64)]
+        entry = {"seed": seed, "distribution": dist, "input_fp": fingerprints(args, key),
+                 "ref_fp": fingerprints(outs, key), "ref64_fp": fingerprints(outs64, key) if outs64 is not None else None,
+                 "ref_error": err,
+                 "finite": all(checks.count_nan_inf(o) == (0, 0) for o in outs if isinstance(o, torch.Tensor))}
+        if shape:
+            entry["second_shape"] = dict(shape)
+        out.append(entry)
+        del args, outs, outs64
+        device.empty_cache()
+    return {"checks": out}

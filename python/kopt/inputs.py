@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import random
-from typing import Any, List
+from typing import Any, List, Optional
 
 import torch
 
-from .errors import TaskLoadError
+from .errors import BadRequest, TaskLoadError
 
 _TORCH_DEVICE_CTX = hasattr(torch, "device") and hasattr(torch.device("cpu"), "__enter__")
 
@@ -35,9 +35,53 @@ def to_device(x: Any, device: torch.device) -> Any:
     return x
 
 
-def make_inputs(task_module, seed: int, device: torch.device) -> List[Any]:
+# Input distributions a candidate is checked on (docs/verification.md,
+# "Input distributions"). "task" is get_inputs() as written; the others
+# transform its floating-point tensors, so a kernel that is right only on the
+# task's own distribution (ReLU as the identity on [0, 1), a chain that is
+# constant there) is caught:
+#   signed: every element's sign flipped at random (magnitudes kept);
+#   wide:   signed, and WIDE_SCALE times larger.
+DISTRIBUTIONS = ("task", "signed", "wide")
+WIDE_SCALE = 4.0
+_SIGN_SEED_OFFSET = 104729
+
+
+def describe_distribution(name: str) -> str:
+    return {"task": "the task's get_inputs()",
+            "signed": "get_inputs() with each element's sign flipped at random",
+            "wide": f"get_inputs() with random signs and {WIDE_SCALE:g}x the scale"}[name]
+
+
+def apply_distribution(args: List[Any], name: Optional[str], seed: int) -> List[Any]:
+    """The forward inputs under distribution `name` (new tensors; integer and
+    bool tensors and Python scalars are left alone: they are indices, labels,
+    sizes)."""
+    if name in (None, "task"):
+        return args
+    if name not in DISTRIBUTIONS:
+        raise BadRequest(f"unknown input distribution {name!r} (known: {', '.join(DISTRIBUTIONS)})")
+    out = []
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor) and a.is_floating_point() and a.numel() > 0:
+            gen = torch.Generator(device=a.device)
+            gen.manual_seed(int(seed) * 7919 + _SIGN_SEED_OFFSET + i)
+            signs = torch.randint(0, 2, a.shape, generator=gen, device=a.device).to(a.dtype).mul_(2).sub_(1)
+            t = torch.empty_like(a)
+            t.copy_(a)
+            t.mul_(signs)
+            if name == "wide":
+                t.mul_(WIDE_SCALE)
+            out.append(t)
+        else:
+            out.append(a)
+    return out
+
+
+def make_inputs(task_module, seed: int, device: torch.device, distribution: Optional[str] = None) -> List[Any]:
     """Calls the task's get_inputs() under `seed`, on `device` where torch
-    supports a device context (torch >= 2.0), then moves stray tensors."""
+    supports a device context (torch >= 2.0), then moves stray tensors and
+    applies `distribution` (None or "task": as written)."""
     seed_all(seed)
     try:
         if _TORCH_DEVICE_CTX and device.type != "cpu":
@@ -51,7 +95,7 @@ def make_inputs(task_module, seed: int, device: torch.device) -> List[Any]:
         raw = list(raw)
     else:
         raw = [raw]
-    return [to_device(v, device) for v in raw]
+    return apply_distribution([to_device(v, device) for v in raw], distribution, seed)
 
 
 def clone_args(args: List[Any]) -> List[Any]:

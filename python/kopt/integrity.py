@@ -30,7 +30,7 @@ _MISSING = object()
 # (object path, attribute) the worker relies on.
 _WATCHED: List[Tuple[str, str]] = [
     ("time", "perf_counter"), ("time", "perf_counter_ns"), ("time", "time"), ("time", "monotonic"),
-    ("time", "sleep"),
+    ("time", "sleep"), ("os", "urandom"),
     ("torch", "Tensor"), ("torch", "equal"), ("torch", "isnan"), ("torch", "isinf"), ("torch", "isfinite"),
     ("torch", "where"), ("torch", "zeros"), ("torch", "zeros_like"), ("torch", "empty"), ("torch", "empty_like"),
     ("torch", "sum"), ("torch", "manual_seed"), ("torch", "no_grad"), ("torch", "randint"),
@@ -105,6 +105,9 @@ def install() -> None:
     except AttributeError:
         pass
     ORIG.spin = getattr(torch.cuda, "_sleep", None)  # a kernel that spins for N clock cycles
+    import os
+
+    ORIG.urandom = os.urandom  # the timed-call checks' secret draws
     # kopt's own functions and the saved references themselves: a patch aimed
     # at the harness (kopt.device.Device.timer, kopt.integrity.ORIG.synchronize)
     # is tampering too.

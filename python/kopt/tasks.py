@@ -319,7 +319,7 @@ class HybridCandidate:
 
         def fn():
             with torch.no_grad():
-                model(*args)
+                return model(*args)
 
         return fn
 

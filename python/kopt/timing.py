@@ -28,6 +28,17 @@ DEFAULTS = {
     "energy": True,
     "batch": 5,
     "seed": 1000,
+    # Timed calls whose outputs are checked after the fact: each timed call of
+    # every contender is checked with this probability, decided by a secret
+    # random draw after the call returned, so no candidate can tell which of
+    # its timed calls will be judged (docs/verification.md, "Timed calls").
+    "check_p": 0.05,
+    # A candidate timed below floor_ms * suspicious_fraction (the reference
+    # algorithm's roofline floor, from the verdict side) is checked with
+    # probability suspicious_check_p instead.
+    "floor_ms": 0.0,
+    "suspicious_fraction": 0.5,
+    "suspicious_check_p": 0.25,
 }
 MAX_INPUT_SETS = 64
 ENERGY_WINDOW_S = 0.5
@@ -69,6 +80,8 @@ class _Contender:
         self.host_ms: List[float] = []
         self.error: Optional[str] = None
         self.error_kind: Optional[str] = None
+        self.calls = 0  # timed calls made
+        self.checks: List[dict] = []  # timed calls judged after the fact
 
     def fail(self, e: BaseException) -> None:
         kind, fatal = classify(e)
@@ -82,22 +95,39 @@ def _null():
     return None
 
 
-def refresh_inputs(args: List[Any], rng: random.Random) -> None:
+def refresh_inputs(args: List[Any], rng: random.Random, twin: Optional[List[Any]] = None) -> None:
     """Changes the contents of an input set a little, in place: in every
     contiguous floating-point tensor one element takes the value of another
     (the distribution stays that of get_inputs()). Run before each timed call,
     outside the timed region, so no two timed calls see the same contents and
-    a result cached by content cannot be replayed."""
-    for a in args:
+    a result cached by content cannot be replayed. `twin` (the set's pristine
+    copy) gets the same change."""
+    for k, a in enumerate(args):
         if not isinstance(a, torch.Tensor) or not a.is_floating_point() or not a.is_contiguous():
             continue
         n = a.numel()
         if n < 2:
             continue
-        flat = a.view(-1)
         j = rng.randrange(n)
         i = (j + 1 + rng.randrange(n - 1)) % n
-        flat[j:j + 1].copy_(flat[i:i + 1])
+        for t in ((a, twin[k]) if twin is not None else (a,)):
+            flat = t.view(-1)
+            flat[j:j + 1].copy_(flat[i:i + 1])
+
+
+class _SecretDraw:
+    """Draws from the OS's entropy through the reference saved at start-up
+    (integrity.ORIG.urandom): nothing in the process can predict or replay it."""
+
+    def __init__(self):
+        import os
+
+        self._urandom = getattr(ORIG, "urandom", None) or os.urandom
+
+    def below(self, p: float) -> bool:
+        if p <= 0:
+            return False
+        return int.from_bytes(self._urandom(7), "little") < p * (1 << 56)
 
 
 def run_timing(cfg: dict, task, ref, candidate, device, ledger: Optional[Ledger] = None) -> dict:
@@ -180,6 +210,14 @@ def run_timing(cfg: dict, task, ref, candidate, device, ledger: Optional[Ledger]
 
     timer = device.timer(pre=_flush if flush is not None else None,
                          head_start_us=float(cfg.get("head_start_us", DEFAULTS["head_start_us"])))
+    # Pristine copies of the input sets (refreshed alongside them), so a timed
+    # call chosen for checking is judged on exactly the inputs it was given.
+    checker = None
+    pristine: Optional[List[List[Any]]] = None
+    draw = _SecretDraw()
+    if float(cfg.get("check_p", 0)) > 0 or float(cfg.get("suspicious_check_p", 0)) > 0:
+        pristine = [clone_args(s) for s in sets]
+        checker = _TimedChecks(cfg, ref, candidate, sets, pristine, device, ledger, use_event=device.is_cuda)
     # A call that does nothing, timed the same way in the same loop: the host
     # clock's own overhead (synchronize, clock reads, the Python call), so the
     # verdict can tell host time spent on work from host time spent on timing.
@@ -203,12 +241,13 @@ def run_timing(cfg: dict, task, ref, candidate, device, ledger: Optional[Ledger]
                 continue
             n_now = min(batch, max_reps - len(c.host_ms))
             for _ in range(n_now):
-                fn = c.fns[k % len(c.fns)]
+                idx = k % len(c.fns)
+                fn = c.fns[idx]
                 if refresh:
-                    refresh_inputs(sets[k % len(sets)], rng)
+                    refresh_inputs(sets[k % len(sets)], rng, pristine[k % len(sets)] if pristine else None)
                 k += 1
                 try:
-                    ev, host = timer(fn)
+                    ev, host, result = timer(fn)
                 except Exception as e:  # noqa: BLE001
                     c.fail(e)
                     break
@@ -217,6 +256,15 @@ def run_timing(cfg: dict, task, ref, candidate, device, ledger: Optional[Ledger]
                 if ev is not None:
                     c.event_ms.append(float(ev))
                 c.host_ms.append(float(host))
+                c.calls += 1
+                # After the call returned: should this one be judged?
+                if checker is not None and draw.below(checker.p(c)):
+                    try:
+                        checker.check(c, result, idx)
+                    except Exception as e:  # noqa: BLE001
+                        c.fail(e)
+                        break
+                del result
         for _ in range(batch):
             null_host.append(float(timer(_null)[1]))
         active = [c for c in active if not c.error]
@@ -267,10 +315,17 @@ def run_timing(cfg: dict, task, ref, candidate, device, ledger: Optional[Ledger]
                 energy[name] = None
     del flush
     ledger.check()
+    timed_checks = None
+    if checker is not None:
+        timed_checks = {"p": float(cfg.get("check_p", 0)), "suspicious": checker.suspicious,
+                        "contenders": {name: {"calls": c.calls, "checks": c.checks}
+                                       for name, c in contenders.items()}}
+    del pristine, checker
     return {
         "samples": samples,
         "null_host_ms": null_host,
         "timing_audit": audit,
+        "timed_checks": timed_checks,
         "tampered": list(ledger.names),
         "energy": energy,
         "meta": {"stop": stop, "rounds": rounds, "elapsed_s": elapsed, "input_sets": n_sets,
@@ -285,7 +340,7 @@ def _audit(cfg, ref, candidate, sets, k, rng, device, ledger) -> dict:
     refreshed as before every timed call, checked against the reference on
     the same contents: the timed calls must compute the answer too (a result
     replayed from a cache keyed by address is stale here)."""
-    from .tasks import CudaCandidate, poison_left
+    from .tasks import CudaCandidate
 
     idx = k % len(sets)
     args = sets[idx]
@@ -296,11 +351,24 @@ def _audit(cfg, ref, candidate, sets, k, rng, device, ledger) -> dict:
     outs = candidate.run(args, seed)
     device.sync()
     ledger.check()
+    entries = judge_outputs(ref, pristine, seed, outs, cfg.get("precision") or "strict",
+                            isinstance(candidate, CudaCandidate))
+    # The set keeps its refreshed contents; the candidate's outputs are dropped.
+    del outs, pristine
+    device.empty_cache()
+    return {"seed": seed, "input_set": idx, "outputs": entries}
+
+
+def judge_outputs(ref, pristine, seed, outs, precision: str, poisoned: bool) -> List[dict]:
+    """Per output, the error statistics of `outs` against the reference (fp32,
+    float64, and the contract's reduced precision) run on copies of
+    `pristine` (checks.output_entry entries; the verdict judges them)."""
+    from .tasks import poison_left
+
     ref_outs = ref.forward(clone_args(pristine), seed)
     ref64 = ref.forward64(clone_args(pristine), seed)
     if ref64 is not None and len(ref64) != len(ref_outs):
         ref64 = None
-    precision = cfg.get("precision") or "strict"
     lowp = None
     if ref64 is not None and precision != "strict":
         from .contract import forward_lowp
@@ -314,21 +382,73 @@ def _audit(cfg, ref, candidate, sets, k, rng, device, ledger) -> dict:
             c = plain(c)
         tol = 1e-2 if r.dtype in (torch.float16, torch.bfloat16) else 1e-4
         r64 = ref64[i] if ref64 is not None and isinstance(ref64[i], torch.Tensor) else None
-        poison = poison_left(c) if (isinstance(candidate, CudaCandidate) and c is not None) else 0
+        poison = poison_left(c) if (poisoned and c is not None) else 0
         e = checks.output_entry(c, r, r64, tol, tol, poison, False)
         e["exact_tensor"] = exact
         checks.add_lowp(e, lowp, i, r64, precision)
         entries.append(e)
-    # The set keeps its refreshed contents; the candidate's outputs are dropped.
-    del outs, ref_outs, ref64, pristine, lowp
-    device.empty_cache()
-    return {"seed": seed, "input_set": idx, "outputs": entries}
+    del ref_outs, ref64, lowp
+    return entries
+
+
+class _TimedChecks:
+    """Judges timed calls after the fact: the outputs of a chosen call are
+    copied out (untimed) and compared with the reference run on the pristine
+    copy of the inputs that call was given; the inputs must be unchanged."""
+
+    def __init__(self, cfg, ref, candidate, sets, pristine, device, ledger, use_event: bool):
+        self.cfg, self.ref, self.candidate, self.sets, self.pristine = cfg, ref, candidate, sets, pristine
+        self.device, self.ledger, self.use_event = device, ledger, use_event
+        self.base_p = float(cfg.get("check_p", 0))
+        self.floor_ms = float(cfg.get("floor_ms") or 0)
+        self.fraction = float(cfg.get("suspicious_fraction", 0.5))
+        self.suspicious_p = float(cfg.get("suspicious_check_p", 0))
+        self.suspicious: Optional[dict] = None
+
+    def p(self, c) -> float:
+        """The chance this contender's last call is checked: higher for a
+        candidate whose time so far is far below the reference algorithm's
+        floor (a reason to check more, not a curiosity)."""
+        if c.name != "candidate" or self.floor_ms <= 0:
+            return self.base_p
+        if self.suspicious is None and c.calls % 5 == 0:
+            times = c.event_ms if (self.use_event and c.event_ms) else c.host_ms
+            if len(times) >= 5:
+                med = sorted(times)[len(times) // 2]
+                if med < self.floor_ms * self.fraction:
+                    self.suspicious = {"median_ms": med, "floor_ms": self.floor_ms, "fraction": self.fraction,
+                                       "after_calls": c.calls, "p": self.suspicious_p}
+        return max(self.base_p, self.suspicious_p) if self.suspicious is not None else self.base_p
+
+    def check(self, c, result, fn_index: int) -> None:
+        from .inputs import bitwise_equal, flatten_outputs
+        from .tasks import CudaCandidate
+
+        self.device.sync()
+        outs = [o.clone() if isinstance(o, torch.Tensor) and exact_tensor(o) else
+                (plain(o).clone() if isinstance(o, torch.Tensor) and plain(o) is not None else o)
+                for o in flatten_outputs(result)]
+        if c.name == "candidate":
+            self.ledger.check()
+        s = fn_index % len(self.sets)
+        args, pristine = self.sets[s], self.pristine[s]
+        mutated = [i for i, (a, p) in enumerate(zip(args, pristine))
+                   if isinstance(a, torch.Tensor) and not bitwise_equal(a, p)]
+        for i in mutated:  # later calls get the inputs they should
+            args[i].copy_(pristine[i])
+        seed = int(self.cfg["seed"]) + s
+        entries = judge_outputs(self.ref, pristine, seed, outs, self.cfg.get("precision") or "strict",
+                                c.name == "candidate" and isinstance(self.candidate, CudaCandidate))
+        c.checks.append({"call": c.calls, "input_set": s, "seed": seed, "inputs_mutated": bool(mutated),
+                         "n_outputs": len(outs), "outputs": entries})
+        del outs
+        self.device.empty_cache()
 
 
 def _model_fn(model, args):
     def fn():
         with torch.no_grad():
-            model(*args)
+            return model(*args)
 
     return fn
 

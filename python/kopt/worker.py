@@ -124,6 +124,10 @@ def _dispatch(op: str, req: dict, device) -> dict:
         from .evaluate import run_time
 
         return run_time(req, device)
+    if op == "reference":
+        from .evaluate import run_reference
+
+        return run_reference(req, device)
     if op == "ceilings":
         from .ceilings import run_ceilings
 

@@ -1,0 +1,8 @@
+# An honest ReLU for any input distribution.
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.clamp_min(x, 0.0)
