@@ -380,6 +380,10 @@ TEST(SearchPolicy, NamesOptionsAndMisuse) {
   p->Report(c, {NodeState::kMeasured, 0.5});
   EXPECT_THROW(p->Report(c, {NodeState::kMeasured, 0.5}), Error) << "reported twice";
   EXPECT_THROW(p->Report(0, {NodeState::kMeasured, 0.5}), Error) << "the root";
+  int unasked = p->AddChild(0, "u", "hu");  // nobody asked NextBatch for it
+  EXPECT_EQ(p->tree().node(0).in_flight, 1);
+  p->Report(unasked, {NodeState::kMeasured, 0.7});
+  ExpectConsistent(*p);
   p->End();
   EXPECT_TRUE(p->NextBatch(4).empty()) << "after End";
 }
@@ -483,6 +487,31 @@ TEST(SearchPolicy, SubtreeThatKeepsFailingIsClosed) {
   EXPECT_EQ(m.drive.created, 60);
   ExpectConsistent(*m.policy, options);
   // Closed nodes were never handed out: the driver checks every batch.
+}
+
+TEST(SearchPolicy, TheRootIsNeverPrunedWhileItHasIdeas) {
+  auto all_fail = [](const Path& path, int i) -> std::optional<Point> {
+    Point p = At(path, i, 1);
+    p.state = i % 2 ? NodeState::kCrashed : NodeState::kBuildFailed;
+    return p;
+  };
+  SearchOptions narrow;
+  narrow.widen_alpha = 0;  // the root's limit stays at 2: it must widen past it
+  for (const SearchOptions& options : {SearchOptions{}, narrow}) {
+    for (std::string name : {"mcts", "greedy", "random"}) {
+      DriveOptions o;
+      o.budget = 30;
+      Played p = Play(name, all_fail, o, options);
+      EXPECT_EQ(p.drive.created, 30) << name << ": ran to the budget";
+      EXPECT_FALSE(p.tree().node(0).closed) << name;
+      EXPECT_GE(p.tree().node(0).fruitless, 30) << name;
+      ExpectConsistent(*p.policy, options);
+    }
+  }
+  // Beam ends when a generation leaves nothing measured.
+  Played b = Play("beam", all_fail, {});
+  EXPECT_TRUE(b.drive.finished);
+  EXPECT_EQ(b.drive.created, SearchOptions{}.beam_branch);
 }
 
 TEST(SearchPolicy, NoProposalClosesANodeOnceItsChildrenAreClosed) {
@@ -725,6 +754,14 @@ TEST(SearchPolicy, EveryPolicySolvesASimpleLandscape) {
     EXPECT_EQ(p.tree().node(p.policy->Best()).objective, p.drive.best);
     if (name == "beam") {
       EXPECT_TRUE(std::is_sorted(depths.begin(), depths.end())) << "generation after generation";
+      std::map<int, std::set<int>> members;  // depth -> nodes expanded
+      for (const auto& batch : p.drive.batches) {
+        for (int id : batch) members[p.tree().node(id).depth].insert(id);
+      }
+      EXPECT_EQ(members.size(), 7u) << "depths 0-6; depth 6 has no children";
+      for (const auto& [depth, ids] : members) {
+        EXPECT_LE(static_cast<int>(ids.size()), SearchOptions{}.beam_width) << "depth " << depth;
+      }
       EXPECT_TRUE(p.drive.finished) << "the last generation has no children";
     }
     ExpectConsistent(*p.policy);
