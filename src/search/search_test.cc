@@ -675,19 +675,27 @@ TEST(Mcts, BatchesSpreadOutAndReportsMayComeInAnyOrder) {
   EXPECT_EQ(p->Best(), 3);
 
   // A root at its widening limit with four tying children: one batch spreads
-  // over distinct children (virtual loss), never the crashed one.
-  SearchOptions o;
-  o.widen_alpha = 0;  // the root keeps 4 children, depth 1 keeps 2
-  o.widen_k_root = 4;
-  auto q = MakeSearchPolicy("mcts", o);
-  q->Begin(1.0, "root");
-  ASSERT_EQ(q->NextBatch(4), (std::vector<int>{0, 0, 0, 0}));
-  for (int i = 0; i < 4; ++i) q->AddChild(0, "m" + std::to_string(i), "h" + std::to_string(i));
-  for (int i = 1; i <= 3; ++i) q->Report(i, {NodeState::kMeasured, 0.8});
-  q->Report(4, {NodeState::kCrashed, 0});
-  std::vector<int> spread = q->NextBatch(3);
-  std::sort(spread.begin(), spread.end());
-  EXPECT_EQ(spread, (std::vector<int>{1, 2, 3}));
+  // over distinct children, never the crashed one. In-flight expansions count
+  // as visits that earned nothing, which lowers both halves of UCT: the value
+  // (alone when exploration is 0) and the exploration bonus (alone when the
+  // value is the subtree's best, max_backup 1).
+  SearchOptions only_value, only_exploration;
+  only_value.exploration = 0;
+  only_exploration.max_backup = 1;
+  for (SearchOptions o : {SearchOptions{}, only_value, only_exploration}) {
+    o.widen_alpha = 0;  // the root keeps 4 children, depth 1 keeps 2
+    o.widen_k_root = 4;
+    auto q = MakeSearchPolicy("mcts", o);
+    q->Begin(1.0, "root");
+    ASSERT_EQ(q->NextBatch(4), (std::vector<int>{0, 0, 0, 0}));
+    for (int i = 0; i < 4; ++i) q->AddChild(0, "m" + std::to_string(i), "h" + std::to_string(i));
+    for (int i = 1; i <= 3; ++i) q->Report(i, {NodeState::kMeasured, 0.8});
+    q->Report(4, {NodeState::kCrashed, 0});
+    std::vector<int> spread = q->NextBatch(3);
+    std::sort(spread.begin(), spread.end());
+    EXPECT_EQ(spread, (std::vector<int>{1, 2, 3}))
+        << "exploration " << o.exploration << ", max_backup " << o.max_backup;
+  }
 }
 
 TEST(SearchPolicy, RewardsAreCalibratedAsTheExtremesMove) {
