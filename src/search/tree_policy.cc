@@ -143,10 +143,11 @@ void TreePolicy::Report(int id, const NodeResult& result) {
   }
   Rescale();
   if (!measured) {
-    Close(id, fmt::format("{}", NodeStateName(result.state)));
+    Close(id, fmt::format("it failed ({}): a leaf", NodeStateName(result.state)));
   }
   // Dead-end pruning, highest first (its subtree holds the lower ones). The
-  // root is never pruned: it closes only when nothing is left to try.
+  // root is never pruned: every result in the tree counts toward it, so six
+  // slow candidates in a row would end a run with budget and ideas left.
   for (size_t i = 1; i + 1 < path.size(); ++i) {
     const SearchNode& a = tree_.node(path[i]);
     if (!a.closed && a.fruitless >= options_.prune_after) {

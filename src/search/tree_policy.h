@@ -2,6 +2,22 @@
 // and their backup (calibrated rewards, visits, in-flight counts), dead-end
 // pruning and closing. A policy derives from TreePolicy and only chooses the
 // nodes to expand. Internal to src/search/.
+//
+// Backup: a result counts at its node and every ancestor (visits, sums of raw
+// log rewards, failure penalties, best raw reward). Rewards are normalized over
+// the extremes of every measurement so far, the root's included, and recomputed
+// from the raw sums whenever the extremes move, so they stay exact.
+//
+// Closing, the only way a search ends:
+//  - a failed node is a closed leaf;
+//  - a node (not the root) whose last `prune_after` subtree results failed or
+//    did not beat it by `prune_min_gain` closes with its subtree;
+//  - NoProposal, or `prune_after` duplicates in a row (AddChild -1), leave a
+//    node exhausted: no new children, and closed once every child is closed;
+//  - the root closes only that way: a run of bad results never ends the
+//    search while the proposer has ideas (the budget does).
+// A duplicate settles its handed-out expansion without a visit and counts only
+// at its parent, and only toward exhaustion: it says nothing about the subtree.
 #pragma once
 
 #include <cstdint>
