@@ -3,10 +3,12 @@
 // Begin, then NextBatch / AddChild / NoProposal / Report as often as wanted,
 // then End.
 //
-// How to add a policy: implement SearchPolicy in src/search/<name>.cc behind a
-// factory, add one line for it to the table in search_policy.cc, and add its
-// tests to search_test.cc (a synthetic landscape it should solve, and the same
-// seed giving the same tree).
+// How to add a policy: implement it in src/search/<name>.cc, usually as a
+// TreePolicy (tree_policy.h: search memory, backup, pruning and closing come
+// with it; you write Choose), behind a factory declared at the bottom of
+// tree_policy.h; add one line for it to the table in search_policy.cc; and add
+// its tests to search_test.cc (a synthetic landscape it should solve, and the
+// same seed giving the same tree).
 #pragma once
 
 #include <cstdint>
@@ -26,8 +28,8 @@ struct SearchOptions {
   /// not yet reported count as visits) may have at most ceil(k * max(1,
   /// n)^alpha) children; k shrinks with depth (asymmetric branching: wide near
   /// the root, narrow deep in the tree): k_d = max(k_min, k_root *
-  /// depth_decay^d). k_root = 2 gives about 16 root children after 60
-  /// results (4 gave 31: half the budget spent one level deep).
+  /// depth_decay^d). k_root = 2 allows 16 root children after 60 results;
+  /// 4 would allow 32, half such a budget spent one level deep.
   double widen_k_root = 2.0;
   double widen_k_min = 1.0;
   double widen_alpha = 0.5;
