@@ -189,6 +189,7 @@ class RunStore {
   // Tasks of a run.
 
   /// False, writing nothing, when the run already has a task at task.index.
+  /// task.best_node must be empty (a new task has no nodes; see SetTaskBest).
   virtual bool AddTask(const TaskRecord& task) = 0;
   /// In index order.
   virtual std::vector<TaskRecord> ListTasks(const std::string& run_id) const = 0;
@@ -239,10 +240,12 @@ class RunStore {
 using WallClock = std::function<std::chrono::system_clock::time_point()>;
 
 /// Opens (creating the folder and file when missing) the SQLite run store at
-/// `path`. Several processes may open the same file: one writes while others
-/// read (`kopt runs` during `kopt optimize`). Throws kopt::Error, one
-/// sentence, when the file cannot be created or written, is not a kopt run
-/// store, is corrupt, or was written by a newer kopt.
+/// `path`. Several processes may open the same file: readers never wait
+/// (`kopt runs` during `kopt optimize`), writers take turns, each waiting up
+/// to 10 s. Throws kopt::Error, one sentence, when the file cannot be created
+/// or written, is not a kopt run store, is corrupt, or was written by a newer
+/// kopt. A store must not be used across fork(): open it in the process that
+/// uses it.
 std::unique_ptr<RunStore> MakeSqliteRunStore(const std::filesystem::path& path, WallClock now = {});
 
 /// A store in memory with the SQLite store's behaviour, for tests.

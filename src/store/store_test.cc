@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cctype>
+#include <cmath>
 #include <fstream>
 #include <random>
 #include <regex>
@@ -338,9 +339,17 @@ TEST_P(RunStoreTest, OutcomesRoundTripWithTheirBudget) {
   EXPECT_FALSE(failed.speedup);
   ASSERT_TRUE(store_->RecordOutcome(failed, Spent(1.25, 2)));
 
+  // Compiler logs may hold any bytes; a NaN is no value (as SQLite stores it).
+  store_->AddNode(SomeNode(run, 0, 3, 0));
+  OutcomeRecord odd = MakeOutcomeRecord(run, 0, 3, BuildFailed{"bad byte \xff here"});
+  odd.objective = std::nan("");
+  ASSERT_TRUE(store_->RecordOutcome(odd, Spent(1.25, 3)));
+  EXPECT_EQ(store_->GetOutcome(run, 0, 3)->outcome["log"], "bad byte \ufffd here");
+  EXPECT_FALSE(store_->GetOutcome(run, 0, 3)->objective);
+
   // A second outcome for a node is refused, and the budget stays as it was.
   EXPECT_FALSE(store_->RecordOutcome(measured, Spent(99, 99)));
-  EXPECT_EQ(ToJson(store_->GetRun(run)->spent), ToJson(Spent(1.25, 2)));
+  EXPECT_EQ(ToJson(store_->GetRun(run)->spent), ToJson(Spent(1.25, 3)));
 
   auto got = store_->GetOutcome(run, 0, 1);
   ASSERT_TRUE(got);
@@ -355,7 +364,7 @@ TEST_P(RunStoreTest, OutcomesRoundTripWithTheirBudget) {
   EXPECT_FALSE(store_->HasOutcome(run, 0, 0));
   EXPECT_FALSE(store_->HasOutcome(run, 3, 0));
   auto all = store_->ListOutcomes(run, 0);
-  ASSERT_EQ(all.size(), 2u);
+  ASSERT_EQ(all.size(), 3u);
   EXPECT_EQ(all[0].node, 1);
   EXPECT_EQ(all[1].node, 2);
 
@@ -743,8 +752,9 @@ TEST(SqliteKill, NothingFinishedIsLostAndNothingIsHalfWritten) {
     }
     close(ready[1]);
     char byte = 0;
-    if (in_loop)
+    if (in_loop) {
       EXPECT_EQ(read(ready[0], &byte, 1), 1) << "the child died before opening the store";
+    }
     usleep(delay_us);
     ASSERT_EQ(kill(pid, SIGKILL), 0);
     int status = 0;
