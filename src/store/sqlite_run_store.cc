@@ -174,20 +174,20 @@ class Db {
     std::string msg = db_ ? sqlite3_errmsg(db_.get()) : sqlite3_errstr(rc);
     switch (rc & 0xff) {
       case SQLITE_NOTADB:
-        throw Error(fmt::format(
-            "{} is not a kopt run store (not an SQLite database): move it aside or point "
-            "kopt at another file.",
-            file));
+        throw Error(
+            fmt::format("{} is not a kopt run store (not an SQLite database): "
+                        "move it aside or point kopt at another file.",
+                        file));
       case SQLITE_CORRUPT:
-        throw Error(fmt::format(
-            "The run store {} is corrupt ({}): move it aside (kopt starts a new one) or "
-            "restore a backup.",
-            file, msg));
+        throw Error(
+            fmt::format("The run store {} is corrupt ({}): "
+                        "move it aside (kopt starts a new one) or restore a backup.",
+                        file, msg));
       case SQLITE_FULL:
-        throw Error(fmt::format(
-            "The disk holding the run store {} is full: free some space, then resume the "
-            "run.",
-            file));
+        throw Error(
+            fmt::format("The disk holding the run store {} is full: "
+                        "free some space, then resume the run.",
+                        file));
       case SQLITE_BUSY:
       case SQLITE_LOCKED:
         throw Error(
@@ -203,15 +203,15 @@ class Db {
             "and its folder, or put the store somewhere else.",
             file, msg));
       case SQLITE_IOERR:
-        throw Error(fmt::format(
-            "Reading or writing the run store {} failed ({}): check the disk, then resume "
-            "the run.",
-            file, msg));
+        throw Error(
+            fmt::format("Reading or writing the run store {} failed ({}): "
+                        "check the disk, then resume the run.",
+                        file, msg));
       default:
-        throw Error(fmt::format(
-            "The run store {} failed in {} ({}): this is a bug in kopt, please report it "
-            "with the command you ran.",
-            file, what, msg));
+        throw Error(
+            fmt::format("The run store {} failed in {} ({}): "
+                        "this is a bug in kopt, please report it with the command you ran.",
+                        file, what, msg));
     }
   }
 
@@ -283,10 +283,10 @@ class Query {
   E Enum(int col, std::optional<E> (*from_name)(std::string_view)) const {
     std::string name = Text(col);
     if (auto e = from_name(name)) return *e;
-    throw Error(fmt::format(
-        "The run store {} is corrupt (unknown value '{}'): move it aside (kopt starts a new "
-        "one) or restore a backup.",
-        db_.path().string(), name));
+    throw Error(
+        fmt::format("The run store {} is corrupt (unknown value '{}'): "
+                    "move it aside (kopt starts a new one) or restore a backup.",
+                    db_.path().string(), name));
   }
 
  private:
@@ -337,20 +337,20 @@ class Transaction {
 
 // The statements, each a literal so Db::Prepared caches it by address.
 #define KOPT_RUN_SELECT                                                                      \
-  "SELECT id, created_at, updated_at, status, kopt_version, options, device, spent_wall_s, " \
-  "spent_gpu_s, "                                                                            \
-  "spent_candidates, spent_llm_tokens, spent_llm_cost_usd, note FROM runs "
-#define KOPT_TASK_SELECT                                                                        \
-  "SELECT run_id, task_index, name, path, task_hash, bundle, contract, status, best_node FROM " \
-  "tasks "
+  "SELECT id, created_at, updated_at, status, kopt_version, options, device, "               \
+  "spent_wall_s, spent_gpu_s, spent_candidates, spent_llm_tokens, spent_llm_cost_usd, note " \
+  "FROM runs "
+#define KOPT_TASK_SELECT                                                                   \
+  "SELECT run_id, task_index, name, path, task_hash, bundle, contract, status, best_node " \
+  "FROM tasks "
 #define KOPT_NODE_SELECT                                                                 \
   "SELECT n.run_id, n.task_index, n.node_id, n.parent_id, n.depth, n.move, n.proposer, " \
-  "n.expected, "                                                                         \
-  "n.kind, n.name, n.source, n.source_hash, n.detail, n.created_at FROM nodes n "
+  "n.expected, n.kind, n.name, n.source, n.source_hash, n.detail, n.created_at "         \
+  "FROM nodes n "
 #define KOPT_OUTCOME_SELECT                                                                \
   "SELECT run_id, task_index, node_id, verdict, outcome, evaluation, objective, time_ms, " \
-  "energy_mj, "                                                                            \
-  "speedup, gpu_s, finished_at FROM outcomes "
+  "energy_mj, speedup, gpu_s, finished_at "                                                \
+  "FROM outcomes "
 #define KOPT_PROFILE_SELECT \
   "SELECT run_id, task_index, node_id, profile, diagnoses, created_at FROM profiles "
 
@@ -469,8 +469,8 @@ class SqliteRunStore : public RunStore {
     r.kopt_version = run.kopt_version;
     r.note = run.note;
     Query(db_,
-          "INSERT INTO runs (id, created_at, updated_at, status, kopt_version, options, device, "
-          "note) "
+          "INSERT INTO runs "
+          "(id, created_at, updated_at, status, kopt_version, options, device, note) "
           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
         .Bind(r.id, r.created_at, r.updated_at, RunStatusName(r.status), r.kopt_version,
               rules::DumpJson(r.options), rules::DumpJson(r.device), r.note)
@@ -520,12 +520,12 @@ class SqliteRunStore : public RunStore {
     for (RunSummary& s : out) {
       Query q(db_,
               "SELECT t.task_index, t.name, t.status, "
-              "(SELECT COUNT(*) FROM nodes n WHERE n.run_id = t.run_id AND n.task_index = "
-              "t.task_index), "
-              "(SELECT COUNT(*) FROM outcomes o WHERE o.run_id = t.run_id AND o.task_index = "
-              "t.task_index), "
-              "(SELECT MAX(o.speedup) FROM outcomes o WHERE o.run_id = t.run_id AND o.task_index = "
-              "t.task_index "
+              "(SELECT COUNT(*) FROM nodes n "
+              " WHERE n.run_id = t.run_id AND n.task_index = t.task_index), "
+              "(SELECT COUNT(*) FROM outcomes o "
+              " WHERE o.run_id = t.run_id AND o.task_index = t.task_index), "
+              "(SELECT MAX(o.speedup) FROM outcomes o "
+              " WHERE o.run_id = t.run_id AND o.task_index = t.task_index "
               " AND o.verdict = 'measured') "
               "FROM tasks t WHERE t.run_id = ?1 ORDER BY t.task_index");
       q.Bind(s.run.id);
@@ -639,8 +639,7 @@ class SqliteRunStore : public RunStore {
       rules::ThrowBadCall("a node's parent must be recorded before it");
     Query(db_,
           "INSERT INTO nodes (run_id, task_index, node_id, parent_id, depth, move, proposer, "
-          "expected, kind, "
-          "name, source, source_hash, detail, created_at) "
+          "expected, kind, name, source, source_hash, detail, created_at) "
           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)")
         .Bind(node.run_id, node.task_index, node.id, node.parent, node.depth, node.move,
               node.proposer, node.expected, NodeKindName(node.kind), node.name, node.source,
@@ -664,8 +663,9 @@ class SqliteRunStore : public RunStore {
     std::lock_guard lock(mu_);
     std::vector<NodeRecord> out;
     Query q(db_, KOPT_NODE_SELECT
-            "WHERE n.run_id = ?1 AND n.task_index = ?2 AND NOT EXISTS (SELECT 1 FROM outcomes o "
-            "WHERE o.run_id = n.run_id AND o.task_index = n.task_index AND o.node_id = n.node_id) "
+            "WHERE n.run_id = ?1 AND n.task_index = ?2 AND NOT EXISTS "
+            "(SELECT 1 FROM outcomes o "
+            " WHERE o.run_id = n.run_id AND o.task_index = n.task_index AND o.node_id = n.node_id) "
             "ORDER BY n.node_id");
     q.Bind(run_id, task_index);
     while (q.Step()) out.push_back(ReadNode(q));
@@ -687,8 +687,7 @@ class SqliteRunStore : public RunStore {
     }
     Query(db_,
           "INSERT INTO outcomes (run_id, task_index, node_id, verdict, outcome, evaluation, "
-          "objective, "
-          "time_ms, energy_mj, speedup, gpu_s, finished_at) "
+          "objective, time_ms, energy_mj, speedup, gpu_s, finished_at) "
           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)")
         .Bind(o.run_id, o.task_index, o.node, o.verdict, rules::DumpJson(o.outcome),
               rules::DumpJson(o.evaluation), rules::FiniteOrNone(o.objective),
@@ -734,9 +733,9 @@ class SqliteRunStore : public RunStore {
       rules::ThrowBadCall("a profile's node must be recorded first");
     Query(db_,
           "INSERT INTO profiles (run_id, task_index, node_id, profile, diagnoses, created_at) "
-          "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (run_id, task_index, node_id) DO UPDATE SET "
-          "profile = excluded.profile, diagnoses = excluded.diagnoses, created_at = "
-          "excluded.created_at")
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+          "ON CONFLICT (run_id, task_index, node_id) DO UPDATE SET profile = excluded.profile, "
+          "diagnoses = excluded.diagnoses, created_at = excluded.created_at")
         .Bind(p.run_id, p.task_index, p.node, rules::DumpJson(p.profile),
               rules::DumpJson(p.diagnoses), now)
         .Run();
@@ -774,16 +773,17 @@ class SqliteRunStore : public RunStore {
   void EnsureSchema() {
     std::string file = db_.path().string();
     auto refuse_newer = [&](int version) {
-      throw Error(fmt::format(
-          "The run store {} was written by a newer kopt (schema version {}; this kopt reads "
-          "up to {}): upgrade kopt, or point this one at another file.",
-          file, version, kSchemaVersion));
+      throw Error(
+          fmt::format("The run store {} was written by a newer kopt "
+                      "(schema version {}; this kopt reads up to {}): "
+                      "upgrade kopt, or point this one at another file.",
+                      file, version, kSchemaVersion));
     };
     auto refuse_foreign = [&] {
-      throw Error(fmt::format(
-          "{} is an SQLite database but not a kopt run store: move it aside or point kopt "
-          "at another file.",
-          file));
+      throw Error(
+          fmt::format("{} is an SQLite database but not a kopt run store: "
+                      "move it aside or point kopt at another file.",
+                      file));
     };
     int version = PragmaInt("PRAGMA user_version");
     if (version > kSchemaVersion) refuse_newer(version);
@@ -831,8 +831,7 @@ class SqliteRunStore : public RunStore {
   void WriteSpent(const std::string& run_id, const BudgetSpent& s, const std::string& now) {
     Query(db_,
           "UPDATE runs SET spent_wall_s = ?2, spent_gpu_s = ?3, spent_candidates = ?4, "
-          "spent_llm_tokens = ?5, "
-          "spent_llm_cost_usd = ?6, updated_at = ?7 WHERE id = ?1")
+          "spent_llm_tokens = ?5, spent_llm_cost_usd = ?6, updated_at = ?7 WHERE id = ?1")
         .Bind(run_id, s.wall_s, s.gpu_s, s.candidates, s.llm_tokens, s.llm_cost_usd, now)
         .Run();
     RequireChanged("no run '" + run_id + "'");
