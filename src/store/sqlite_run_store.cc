@@ -3,18 +3,15 @@
 // Durability: WAL with synchronous=NORMAL survives a killed process (kill -9)
 // with every committed transaction intact; only a power loss or OS crash may
 // lose the last few commits (never corrupt the file). Every write is one
-// transaction, begun IMMEDIATE so two writers queue on the busy timeout
-// instead of deadlocking; readers in other processes never block the writer.
-#include <sqlite3.h>
-
-#include <map>
+// transaction (sqlite_db.h); readers in other processes never block the
+// writer, and the writer never blocks them.
 #include <mutex>
-#include <system_error>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
 #include "store/run_store.h"
+#include "store/sqlite_db.h"
 #include "store/store_rules.h"
 
 namespace kopt {
@@ -22,10 +19,12 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace rules = store_rules;
+using sqlite::Db;
+using sqlite::Query;
+using sqlite::Transaction;
 
 constexpr int kSchemaVersion = 1;
 constexpr int kApplicationId = 0x6b6f7074;  // "kopt"
-constexpr int kBusyTimeoutMs = 10000;
 
 // Version 1. Rich payloads are JSON text; what is queried or sorted is typed.
 // A change to the schema bumps kSchemaVersion and adds a migration from the
@@ -116,224 +115,6 @@ CREATE TABLE profiles (
     ON DELETE CASCADE
 );
 )sql";
-
-struct DbCloser {
-  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
-};
-struct StmtFinalizer {
-  void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
-};
-using DbPtr = std::unique_ptr<sqlite3, DbCloser>;
-using StmtPtr = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
-
-/// One connection: open, pragmas, cached prepared statements, and SQLite
-/// errors turned into kopt::Error sentences that name the file.
-class Db {
- public:
-  explicit Db(fs::path path) : path_(std::move(path)) {
-    std::error_code ec;
-    if (path_.has_parent_path()) fs::create_directories(path_.parent_path(), ec);
-    if (ec)
-      throw Error(fmt::format(
-          "Cannot create the folder {} for the run store ({}): check its permissions or "
-          "put the store somewhere else.",
-          path_.parent_path().string(), ec.message()));
-    sqlite3* raw = nullptr;
-    int rc =
-        sqlite3_open_v2(path_.c_str(), &raw,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
-    db_.reset(raw);
-    if (rc != SQLITE_OK) Fail(rc, "open");
-    sqlite3_extended_result_codes(raw, 1);
-    sqlite3_busy_timeout(raw, kBusyTimeoutMs);
-  }
-
-  sqlite3* get() const { return db_.get(); }
-  const fs::path& path() const { return path_; }
-
-  /// Runs statements that return no rows.
-  void Exec(const char* sql, const char* what) {
-    int rc = sqlite3_exec(db_.get(), sql, nullptr, nullptr, nullptr);
-    if (rc != SQLITE_OK) Fail(rc, what);
-  }
-
-  /// The prepared statement for `sql` (a string literal), prepared once.
-  sqlite3_stmt* Prepared(const char* sql) {
-    auto it = statements_.find(sql);
-    if (it != statements_.end()) return it->second.get();
-    sqlite3_stmt* raw = nullptr;
-    int rc = sqlite3_prepare_v3(db_.get(), sql, -1, SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
-    StmtPtr stmt(raw);
-    if (rc != SQLITE_OK) Fail(rc, "prepare");
-    return statements_.emplace(sql, std::move(stmt)).first->second.get();
-  }
-
-  /// Throws kopt::Error for SQLite result `rc`, one sentence naming the file.
-  [[noreturn]] void Fail(int rc, const char* what) const {
-    std::string file = path_.string();
-    std::string msg = db_ ? sqlite3_errmsg(db_.get()) : sqlite3_errstr(rc);
-    switch (rc & 0xff) {
-      case SQLITE_NOTADB:
-        throw Error(
-            fmt::format("{} is not a kopt run store (not an SQLite database): "
-                        "move it aside or point kopt at another file.",
-                        file));
-      case SQLITE_CORRUPT:
-        throw Error(
-            fmt::format("The run store {} is corrupt ({}): "
-                        "move it aside (kopt starts a new one) or restore a backup.",
-                        file, msg));
-      case SQLITE_FULL:
-        throw Error(
-            fmt::format("The disk holding the run store {} is full: "
-                        "free some space, then resume the run.",
-                        file));
-      case SQLITE_BUSY:
-      case SQLITE_LOCKED:
-        throw Error(
-            fmt::format("The run store {} stayed locked by another kopt for {} s: wait for it to "
-                        "finish, or stop it, and try again.",
-                        file, kBusyTimeoutMs / 1000));
-      case SQLITE_READONLY:
-      case SQLITE_PERM:
-      case SQLITE_CANTOPEN:
-      case SQLITE_AUTH:
-        throw Error(fmt::format(
-            "Cannot open or write the run store {} ({}): check the permissions of the file "
-            "and its folder, or put the store somewhere else.",
-            file, msg));
-      case SQLITE_IOERR:
-        throw Error(
-            fmt::format("Reading or writing the run store {} failed ({}): "
-                        "check the disk, then resume the run.",
-                        file, msg));
-      default:
-        throw Error(
-            fmt::format("The run store {} failed in {} ({}): "
-                        "this is a bug in kopt, please report it with the command you ran.",
-                        file, what, msg));
-    }
-  }
-
- private:
-  fs::path path_;
-  DbPtr db_;  // declared before the statements: finalized first, then closed
-  std::map<const char*, StmtPtr> statements_;
-};
-
-/// One use of a cached statement: binds, steps, reads columns; resets on exit.
-class Query {
- public:
-  Query(Db& db, const char* sql) : db_(db), stmt_(db.Prepared(sql)) {}
-  ~Query() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-  Query(const Query&) = delete;
-  Query& operator=(const Query&) = delete;
-
-  /// Binds the arguments to ?1, ?2, ... in order.
-  template <class... Args>
-  Query& Bind(const Args&... args) {
-    int i = 1;
-    (BindOne(i++, args), ...);
-    return *this;
-  }
-
-  /// True when a row is ready; false when done. Throws on errors.
-  bool Step() {
-    int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    db_.Fail(rc, sqlite3_sql(stmt_));
-  }
-  /// Runs a statement that returns no rows.
-  void Run() {
-    while (Step()) {
-    }
-  }
-
-  bool Null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
-  long long Int(int col) const { return sqlite3_column_int64(stmt_, col); }
-  double Double(int col) const { return sqlite3_column_double(stmt_, col); }
-  std::optional<double> OptDouble(int col) const {
-    if (Null(col)) return std::nullopt;
-    return Double(col);
-  }
-  std::optional<int> OptInt(int col) const {
-    if (Null(col)) return std::nullopt;
-    return static_cast<int>(Int(col));
-  }
-  std::string Text(int col) const {
-    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
-    return p ? std::string(p, sqlite3_column_bytes(stmt_, col)) : std::string();
-  }
-  Json JsonCol(int col) const {
-    try {
-      return Json::parse(Text(col));
-    } catch (const Json::exception& e) {
-      throw Error(fmt::format(
-          "The run store {} is corrupt (a JSON column does not parse: {}): move it aside "
-          "(kopt starts a new one) or restore a backup.",
-          db_.path().string(), e.what()));
-    }
-  }
-  /// A column holding one of `FromName`'s names.
-  template <class E>
-  E Enum(int col, std::optional<E> (*from_name)(std::string_view)) const {
-    std::string name = Text(col);
-    if (auto e = from_name(name)) return *e;
-    throw Error(
-        fmt::format("The run store {} is corrupt (unknown value '{}'): "
-                    "move it aside (kopt starts a new one) or restore a backup.",
-                    db_.path().string(), name));
-  }
-
- private:
-  void BindOne(int i, const std::string& v) {
-    Check(sqlite3_bind_text(stmt_, i, v.data(), v.size(), SQLITE_TRANSIENT));
-  }
-  void BindOne(int i, const char* v) {
-    Check(sqlite3_bind_text(stmt_, i, v, -1, SQLITE_TRANSIENT));
-  }
-  void BindOne(int i, int v) { Check(sqlite3_bind_int64(stmt_, i, v)); }
-  void BindOne(int i, long long v) { Check(sqlite3_bind_int64(stmt_, i, v)); }
-  void BindOne(int i, double v) { Check(sqlite3_bind_double(stmt_, i, v)); }
-  void BindOne(int i, const std::optional<double>& v) {
-    Check(v ? sqlite3_bind_double(stmt_, i, *v) : sqlite3_bind_null(stmt_, i));
-  }
-  void BindOne(int i, const std::optional<int>& v) {
-    Check(v ? sqlite3_bind_int64(stmt_, i, *v) : sqlite3_bind_null(stmt_, i));
-  }
-  void Check(int rc) {
-    if (rc != SQLITE_OK) db_.Fail(rc, "bind");
-  }
-
-  Db& db_;
-  sqlite3_stmt* stmt_;
-};
-
-/// BEGIN IMMEDIATE (write) or BEGIN (a consistent read); rolls back unless
-/// committed.
-class Transaction {
- public:
-  Transaction(Db& db, bool write) : db_(db) {
-    db_.Exec(write ? "BEGIN IMMEDIATE" : "BEGIN", "begin");
-  }
-  ~Transaction() {
-    if (!done_) sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
-  }
-  Transaction(const Transaction&) = delete;
-  Transaction& operator=(const Transaction&) = delete;
-  void Commit() {
-    db_.Exec("COMMIT", "commit");
-    done_ = true;
-  }
-
- private:
-  Db& db_;
-  bool done_ = false;
-};
 
 // The statements, each a literal so Db::Prepared caches it by address.
 #define KOPT_RUN_SELECT                                                                      \

@@ -651,6 +651,33 @@ TEST_F(SqliteStoreTest, RefusesAFileThatIsNotADatabase) {
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), text);  // left as it was
 }
 
+TEST_F(SqliteStoreTest, ReportsACorruptFileInOneSentence) {
+  {
+    auto store = MakeSqliteRunStore(path_);
+    std::string run = store->CreateRun(SomeRun()).id;
+    store->AddTask(SomeTask(run, 0));
+    for (int id = 0; id < 50; ++id)
+      store->AddNode(SomeNode(run, 0, id, id ? std::optional<int>(0) : std::nullopt));
+  }  // closed: everything is in the main file now
+  ASSERT_FALSE(fs::exists(path_.string() + "-wal"));
+  auto size = fs::file_size(path_);
+  ASSERT_GT(size, 8192u);
+  {
+    std::fstream f(path_, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(4096);  // every page but the first (the header and the schema)
+    f << std::string(size - 4096, '\xab');
+  }
+  try {
+    auto store = MakeSqliteRunStore(path_);
+    store->ListRuns(0);
+    ADD_FAILURE() << "a corrupt file was read";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    ExpectOneSentence(msg);
+    EXPECT_NE(msg.find("is corrupt"), std::string::npos) << msg;
+  }
+}
+
 TEST_F(SqliteStoreTest, RefusesSomeoneElsesDatabase) {
   fs::create_directories(path_.parent_path());
   RawExec("CREATE TABLE photos (id INTEGER PRIMARY KEY, name TEXT)");
