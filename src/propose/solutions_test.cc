@@ -8,8 +8,11 @@
 #include <iostream>
 
 #include "build/builder.h"
+#include "core/error.h"
 #include "core/json.h"
 #include "propose/knobs.h"
+#include "propose/proposer.h"
+#include "task/task_loader.h"
 #include "testing/paths.h"
 
 namespace kopt {
@@ -98,6 +101,34 @@ TEST(ShippedKnobs, EverySolutionParsesAndSaysWhatItsKnobsTrade) {
   }
   // Every level1 CUDA solution and every level2 hybrid is marked.
   EXPECT_GE(marked, 16) << "level1: 12 .cu and the swish hybrid; level2: 3 hybrids";
+}
+
+TEST(ShippedKnobs, TheTunerTakesEveryMarkedTaskOfTheSuite) {
+  int tuned = 0, refused = 0;
+  for (const Task& task : FindTasks(testing::SourceDir() / "tasks")) {
+    bool marked = false;
+    for (const Candidate& c : FindSolutions(task))
+      marked = marked || !KnobSpace::Parse(c.source, c.name).empty();
+    ProposeContext context;
+    context.task = task;
+    auto tuner = MakeProposer("tune", {});
+    if (!marked) {
+      EXPECT_THROW(tuner->Begin(context), Error) << task.name;
+      ++refused;
+      continue;
+    }
+    tuner->Begin(context);
+    auto root = tuner->Root();
+    ASSERT_TRUE(root.has_value()) << task.name;
+    EXPECT_EQ(root->candidate.source, ReadTextFile(root->candidate.path)) << task.name;
+    ParentView view;
+    view.candidate = root->candidate;
+    view.detail = root->detail;
+    EXPECT_EQ(tuner->Propose(view, 3).size(), 3u) << task.name;
+    ++tuned;
+  }
+  EXPECT_EQ(tuned, 16);
+  EXPECT_GT(refused, 0);
 }
 
 TEST(ShippedKnobs, CompileAtTheirDefaultsAndFarApartConfigurations) {
