@@ -91,8 +91,9 @@ struct TunerOptions {
   int enumerate_limit = 4096;
   /// Configurations sampled per wide Propose call when the space is sampled.
   int sample_pool = 256;
-  /// Best-candidate sampling: each wide child is the farthest, from the
-  /// parent and its earlier children, of this many random valid configurations.
+  /// Best-candidate sampling: each wide child is the best of this many
+  /// random valid configurations, scored by how far it lies from the parent
+  /// and the parent's earlier children and how many new knob values it tries.
   int diversity = 8;
 };
 

@@ -1,8 +1,8 @@
 // torch.sum(x, dim=1, keepdim=True) for a contiguous (B, R, I) tensor:
-// a strided (non-contiguous-axis) reduction. Each block owns 32 float4
-// columns (128 floats) of one batch entry; its 16 thread rows split R, each
-// thread accumulates a float4 (coalesced 512-byte row segments per warp),
-// then the 16 partials are combined in shared memory. Scalar variant when
+// a strided (non-contiguous-axis) reduction. Each block owns TX (32) float4
+// columns (128 floats) of one batch entry; its TY (16) thread rows split R,
+// each thread accumulates a float4 (coalesced 512-byte row segments per warp),
+// then the TY partials are combined in shared memory. Scalar variant when
 // I % 4 != 0.
 #include <kopt/abi.h>
 #include <cuda_runtime.h>
