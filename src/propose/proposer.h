@@ -8,6 +8,7 @@
 // it proposes.
 #pragma once
 
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,10 +28,10 @@ struct ProposeContext {
   Task task;
   const TaskBundle* bundle = nullptr;  ///< signature, op graph, floor, baselines
   Contract contract;
-  std::string arch;                    ///< nvcc target, e.g. "sm_90"
+  std::string arch;  ///< nvcc target, e.g. "sm_90"
   /// A user's kernel to start from (kopt optimize --from), if any.
   std::optional<Candidate> from;
-  Budget* budget = nullptr;            ///< may be null in tests
+  Budget* budget = nullptr;  ///< may be null in tests
   std::uint64_t seed = 1;
 };
 
@@ -51,11 +52,11 @@ struct ParentView {
 
 /// One new candidate.
 struct Proposal {
-  int parent = 0;
-  std::string move;      ///< in words: "BLOCK 256 -> 512"
-  Candidate candidate;   ///< kind, source, name (path may be empty)
-  std::string expected;  ///< what the move should change, in words
-  std::string proposer;  ///< which proposer made it
+  int parent = 0;                ///< the node it is a child of; -1 for Root()
+  std::string move;              ///< in words: "BLOCK 256 -> 512"
+  Candidate candidate;           ///< kind, source, name (path may be empty)
+  std::string expected;          ///< what the move should change, in words
+  std::string proposer;          ///< which proposer made it
   Json detail = Json::object();  ///< the proposer's own record (e.g. knob values)
 };
 
@@ -73,6 +74,41 @@ class Proposer {
   /// Up to `n` new children of `parent`; fewer, or none, when it has no more
   /// ideas there (the search then closes that node).
   virtual std::vector<Proposal> Propose(const ParentView& parent, int n) = 0;
+  /// What the user should know about this proposer's work, one line each
+  /// (what it tunes and how many configurations it allows, files it
+  /// skipped and why), for the run's log and report.
+  virtual std::vector<std::string> Notes() const { return {}; }
 };
+
+/// Limits of the knob tuner ("tune"); the defaults are the ones `kopt
+/// optimize` uses.
+struct TunerOptions {
+  /// Parents shallower than this get wide moves (several knobs, far-apart
+  /// configurations); deeper ones get neighbour moves (one knob, one step).
+  int wide_depth = 1;
+  /// A space of at most this many configurations is enumerated; a larger
+  /// one is sampled.
+  int enumerate_limit = 4096;
+  /// Configurations sampled per wide Propose call when the space is sampled.
+  int sample_pool = 256;
+  /// Best-candidate sampling: each wide child is the best of this many
+  /// random valid configurations, scored by how far it lies from the parent
+  /// and the parent's earlier children and how many new knob values it tries.
+  int diversity = 8;
+};
+
+struct ProposerOptions {
+  /// replay: candidate files and folders (folders are scanned recursively
+  /// for .cu and .py files), replayed in the order given.
+  std::vector<std::filesystem::path> replay_paths;
+  TunerOptions tuner;
+};
+
+/// "tune" or "replay"; throws kopt::Error naming the choices for any other
+/// name. How to add one: see the top of this file.
+std::unique_ptr<Proposer> MakeProposer(const std::string& name, const ProposerOptions& options);
+
+/// The names MakeProposer accepts, for --help.
+std::vector<std::string> ProposerNames();
 
 }  // namespace kopt

@@ -9,8 +9,11 @@ __device__ __forceinline__ float gelu1(float v) {
   return 0.5f * v * (1.0f + erff(v * 0.70710678118654752440f));
 }
 
+// kopt:knob THREADS 256 64..1024*2 threads per block: fewer, larger blocks or more, smaller ones
 constexpr int THREADS = 256;
+// kopt:knob ILP 1 {1,2,4,8} float4s each thread loads before storing: more bytes in flight, fewer blocks
 constexpr int ILP = 1;  // float4s per thread (1 measured best on H200: 4.2 TB/s vs 4.1 for 2-8)
+// kopt:constraint THREADS % 32 == 0 && THREADS <= 1024
 
 // Block b covers float4s [b*THREADS*ILP, (b+1)*THREADS*ILP); each load
 // instruction of a warp reads 512 contiguous bytes. Block 0 also does the

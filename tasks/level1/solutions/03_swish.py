@@ -11,6 +11,12 @@ CUDA_SOURCE = r"""
 #include <c10/cuda/CUDAException.h>
 #include <cstdint>
 
+// kopt:knob THREADS 256 64..1024*2 threads per block
+constexpr int THREADS = 256;
+// kopt:knob BLOCKS_PER_SM 8 {1,2,4,8,16,32} grid cap in blocks per SM: more blocks or longer grid-stride loops
+constexpr int BLOCKS_PER_SM = 8;
+// kopt:constraint THREADS % 32 == 0 && THREADS <= 1024
+
 __device__ __forceinline__ float swish1(float v) {
   return v / (1.0f + expf(-v));
 }
@@ -44,10 +50,10 @@ torch::Tensor swish_forward(torch::Tensor x) {
   const float* xp = xc.data_ptr<float>();
   float* yp = y.data_ptr<float>();
   const bool vec = ((reinterpret_cast<uintptr_t>(xp) | reinterpret_cast<uintptr_t>(yp)) & 15) == 0;
-  const int threads = 256;
+  const int threads = THREADS;
   const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   int64_t blocks = ((vec ? n / 4 : n) + threads - 1) / threads;
-  if (blocks > (int64_t)sms * 8) blocks = (int64_t)sms * 8;
+  if (blocks > (int64_t)sms * BLOCKS_PER_SM) blocks = (int64_t)sms * BLOCKS_PER_SM;
   if (blocks < 1) blocks = 1;
   swish_kernel<<<(unsigned)blocks, threads, 0, at::cuda::getCurrentCUDAStream()>>>(xp, yp, n, vec);
   C10_CUDA_KERNEL_LAUNCH_CHECK();

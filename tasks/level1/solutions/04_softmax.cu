@@ -7,7 +7,10 @@
 #include <math.h>
 #include <stdint.h>
 
+// kopt:knob THREADS 512 64..1024*2 threads per row: fewer float4s held per thread vs more warps to sync
 constexpr int THREADS = 512;
+// block_max/block_sum keep one partial per warp and reduce them in one warp.
+// kopt:constraint THREADS % 32 == 0 && THREADS <= 1024
 constexpr int WARPS = THREADS / 32;
 
 __device__ __forceinline__ float warp_max(float v) {

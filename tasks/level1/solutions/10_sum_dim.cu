@@ -1,15 +1,20 @@
 // torch.sum(x, dim=1, keepdim=True) for a contiguous (B, R, I) tensor:
-// a strided (non-contiguous-axis) reduction. Each block owns 32 float4
-// columns (128 floats) of one batch entry; its 16 thread rows split R, each
-// thread accumulates a float4 (coalesced 512-byte row segments per warp),
-// then the 16 partials are combined in shared memory. Scalar variant when
+// a strided (non-contiguous-axis) reduction. Each block owns TX (32) float4
+// columns (128 floats) of one batch entry; its TY (16) thread rows split R,
+// each thread accumulates a float4 (coalesced 512-byte row segments per warp),
+// then the TY partials are combined in shared memory. Scalar variant when
 // I % 4 != 0.
 #include <kopt/abi.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+// kopt:knob TX 32 {8,16,32,64} float4 (or float) columns per block: wider rows per warp load vs more blocks
 constexpr int TX = 32;
+// kopt:knob TY 16 1..64*2 thread rows splitting R (a power of two: the tree reduction halves it)
 constexpr int TY = 16;
+// kopt:knob UNROLL 4 {1,2,4,8,16} unroll of the strided loop over R: more loads in flight, more registers
+constexpr int UNROLL = 4;
+// kopt:constraint TX * TY % 32 == 0 && TX * TY <= 1024
 
 __device__ __forceinline__ float4 add4(float4 a, float4 b) {
   return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
@@ -25,7 +30,7 @@ sum_mid_vec4_kernel(const float4* __restrict__ x, float4* __restrict__ y, int64_
   float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
   if (valid) {
     const float4* p = x + b * R * I4 + col;
-#pragma unroll 4
+#pragma unroll UNROLL
     for (int64_t r = ty; r < R; r += TY) acc = add4(acc, p[r * I4]);
   }
   sm[ty][tx] = acc;
@@ -48,7 +53,7 @@ sum_mid_scalar_kernel(const float* __restrict__ x, float* __restrict__ y, int64_
   float acc = 0.f;
   if (valid) {
     const float* p = x + b * R * I + col;
-#pragma unroll 4
+#pragma unroll UNROLL
     for (int64_t r = ty; r < R; r += TY) acc += p[r * I];
   }
   sm[ty][tx] = acc;

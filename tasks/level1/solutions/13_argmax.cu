@@ -6,6 +6,12 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+// kopt:knob THREADS 256 64..1024*2 threads per block (one warp per row): rows per block
+constexpr int THREADS = 256;
+// kopt:knob UNROLL 4 {1,2,4,8} unroll of the float4 loop over a row: more loads in flight, more registers
+constexpr int UNROLL = 4;
+// kopt:constraint THREADS % 32 == 0 && THREADS <= 1024
+
 // true when (a, ai) should win over (b, bi)
 __device__ __forceinline__ bool better(float a, int64_t ai, float b, int64_t bi) {
   const bool an = a != a, bn = b != b;
@@ -25,7 +31,7 @@ __global__ void argmax_warp_kernel(const float* __restrict__ x, int64_t* __restr
   if (VEC) {
     const float4* x4 = reinterpret_cast<const float4*>(xr);
     const int64_t n4 = n >> 2;
-#pragma unroll 4
+#pragma unroll UNROLL
     for (int64_t i = lane; i < n4; i += 32) {
       const float4 v = x4[i];
       const int64_t j = 4 * i;
@@ -63,7 +69,7 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
 
   const float* xs = static_cast<const float*>(X.data);
   int64_t* ys = static_cast<int64_t*>(Y.data);
-  const int threads = 256;  // 8 rows per block
+  const int threads = THREADS;  // THREADS / 32 rows per block
   const int64_t blocks = (rows * 32 + threads - 1) / threads;
   if (blocks > 0x7fffffffLL) return 5;
   cudaStream_t s = (cudaStream_t)stream;

@@ -10,6 +10,11 @@
 #include <stdint.h>
 
 constexpr int KS = 3, STRIDE = 2, PAD = 1;
+// kopt:knob THREADS 256 64..1024*2 threads per block
+constexpr int THREADS = 256;
+// kopt:knob BLOCKS_PER_SM 32 {4,8,16,32,64} grid cap in blocks per SM: more blocks or longer grid-stride loops
+constexpr int BLOCKS_PER_SM = 32;
+// kopt:constraint THREADS % 32 == 0 && THREADS <= 1024
 
 __global__ void maxpool2d_kernel(const float* __restrict__ x, float* __restrict__ y,
                                  int64_t planes, int H, int W, int OH, int OW) {
@@ -55,9 +60,9 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
   int dev = 0, sms = 132;
   cudaGetDevice(&dev);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  const int threads = 256;
+  const int threads = THREADS;
   int64_t blocks = (total + threads - 1) / threads;
-  if (blocks > (int64_t)sms * 32) blocks = (int64_t)sms * 32;
+  if (blocks > (int64_t)sms * BLOCKS_PER_SM) blocks = (int64_t)sms * BLOCKS_PER_SM;
   maxpool2d_kernel<<<(unsigned)blocks, threads, 0, (cudaStream_t)stream>>>(
       static_cast<const float*>(X.data), static_cast<float*>(Y.data), N * C, (int)H, (int)W,
       (int)OH, (int)OW);

@@ -10,7 +10,11 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+// kopt:knob U 4 {1,2,4,8,16} chunks of 128 loaded before any is scanned: more loads in flight, more registers
 constexpr int U = 4;
+// kopt:knob THREADS 256 32..1024*2 threads per block (one warp per row): rows per block
+constexpr int THREADS = 256;
+// kopt:constraint THREADS % 32 == 0 && THREADS <= 1024
 
 __device__ __forceinline__ float warp_inclusive_scan(float v, int lane) {
 #pragma unroll
@@ -93,7 +97,7 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
   const float* xs = static_cast<const float*>(X.data);
   float* ys = static_cast<float*>(Y.data);
   const bool aligned = ((reinterpret_cast<uintptr_t>(xs) | reinterpret_cast<uintptr_t>(ys)) & 15) == 0;
-  const int threads = 256;  // 8 rows per block
+  const int threads = THREADS;  // THREADS / 32 rows per block
   const int64_t blocks = (rows * 32 + threads - 1) / threads;
   if (blocks > 0x7fffffffLL) return 5;
   cudaStream_t s = (cudaStream_t)stream;

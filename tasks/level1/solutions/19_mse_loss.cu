@@ -7,8 +7,13 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+// kopt:knob THREADS 256 64..1024*2 threads per block of the partial-sum pass
 constexpr int THREADS = 256;
-constexpr int MAX_BLOCKS = 1024;
+// kopt:knob BLOCKS_PER_SM 8 {1,2,4,8} partial-sum blocks per SM: more loads in flight vs fewer partials
+constexpr int BLOCKS_PER_SM = 8;
+// block_sum<THREADS> reduces one partial per warp in one warp.
+// kopt:constraint THREADS % 32 == 0 && THREADS <= 1024
+constexpr int MAX_BLOCKS = 1024;  // finalize_kernel sums them with one 1024-thread block
 __device__ double g_partials[MAX_BLOCKS];
 
 __device__ __forceinline__ double warp_sum(double v) {
@@ -79,7 +84,7 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
   cudaGetDevice(&dev);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
   int64_t blocks = ((vec ? n / 4 : n) + THREADS - 1) / THREADS;
-  int64_t cap = (int64_t)sms * 8;
+  int64_t cap = (int64_t)sms * BLOCKS_PER_SM;
   if (cap > MAX_BLOCKS) cap = MAX_BLOCKS;
   if (blocks > cap) blocks = cap;
   if (blocks < 1) blocks = 1;

@@ -9,8 +9,14 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+// kopt:knob THREADS 256 64..1024*2 threads per block (one warp per row): rows per block
+constexpr int THREADS = 256;
+// kopt:knob UNROLL 8 {1,2,4,8,16} unroll of the float4 loop over a row: more loads in flight, more registers
+constexpr int UNROLL = 8;
+// kopt:constraint THREADS % 32 == 0 && THREADS <= 1024
+
 template <bool VEC>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(THREADS)
 matvec_warp_kernel(const float* __restrict__ A, const float* __restrict__ v,
                    float* __restrict__ y, int64_t M, int64_t K) {
   const int lane = threadIdx.x & 31;
@@ -23,7 +29,7 @@ matvec_warp_kernel(const float* __restrict__ A, const float* __restrict__ v,
     const float4* v4 = reinterpret_cast<const float4*>(v);
     const int64_t K4 = K >> 2;
     double s0 = 0.0, s1 = 0.0;
-#pragma unroll 8
+#pragma unroll UNROLL
     for (int64_t i = lane; i < K4; i += 32) {
       const float4 p = a4[i];
       const float4 q = __ldg(v4 + i);
@@ -62,7 +68,7 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
   const float* bs = static_cast<const float*>(B.data);
   float* ys = static_cast<float*>(Y.data);
   const bool aligned = ((reinterpret_cast<uintptr_t>(as) | reinterpret_cast<uintptr_t>(bs)) & 15) == 0;
-  const int threads = 256;  // 8 rows per block
+  const int threads = THREADS;  // THREADS / 32 rows per block
   const int64_t blocks = (M * 32 + threads - 1) / threads;
   if (blocks > 0x7fffffffLL) return 5;
   cudaStream_t s = (cudaStream_t)stream;

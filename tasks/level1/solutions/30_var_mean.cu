@@ -5,7 +5,10 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+// kopt:knob THREADS 256 64..1024*2 threads per row: fewer float4s held per thread vs more warps to sync
 constexpr int THREADS = 256;
+// block_sum keeps one partial per warp and reduces them in one warp.
+// kopt:constraint THREADS % 32 == 0 && THREADS <= 1024
 constexpr int WARPS = THREADS / 32;
 
 __device__ __forceinline__ float warp_sum(float v) {

@@ -12,6 +12,12 @@ CUDA_SOURCE = r"""
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+// kopt:knob THREADS 256 64..1024*2 threads per block
+constexpr int THREADS = 256;
+// kopt:knob BLOCKS_PER_SM 8 {1,2,4,8,16,32} grid cap in blocks per SM: more blocks or longer grid-stride loops
+constexpr int BLOCKS_PER_SM = 8;
+// kopt:constraint THREADS % 32 == 0 && THREADS <= 1024
+
 // in: y (M, N) GEMM output, bias (N), scale (1 element, device)
 // out: gelu(y + bias) * scale, (M, N)
 __device__ __forceinline__ float gelu1(float v) {
@@ -61,9 +67,9 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
   int dev = 0, sms = 132;
   cudaGetDevice(&dev);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  const int threads = 256;
+  const int threads = THREADS;
   int64_t blocks = ((vec ? M * N / 4 : M * N) + threads - 1) / threads;
-  if (blocks > (int64_t)sms * 8) blocks = (int64_t)sms * 8;
+  if (blocks > (int64_t)sms * BLOCKS_PER_SM) blocks = (int64_t)sms * BLOCKS_PER_SM;
   bias_gelu_scale_kernel<<<(unsigned)blocks, threads, 0, (cudaStream_t)stream>>>(
       static_cast<const float*>(Y.data), static_cast<const float*>(B.data),
       static_cast<const float*>(S.data), static_cast<float*>(O.data), M, N, vec);

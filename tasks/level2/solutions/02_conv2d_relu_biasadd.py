@@ -13,6 +13,12 @@ CUDA_SOURCE = r"""
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+// kopt:knob THREADS 256 64..1024*2 threads per block
+constexpr int THREADS = 256;
+// kopt:knob BLOCKS_PER_SM 8 {1,2,4,8,16,32} grid cap in blocks per SM: more blocks or longer grid-stride loops
+constexpr int BLOCKS_PER_SM = 8;
+// kopt:constraint THREADS % 32 == 0 && THREADS <= 1024
+
 // in: y (N, C, H, W) conv output, bias (C,1,1); out: relu(y) + bias[c]
 __device__ __forceinline__ float relu1(float v) { return (v != v) ? v : fmaxf(v, 0.0f); }
 
@@ -53,9 +59,9 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
   int dev = 0, sms = 132;
   cudaGetDevice(&dev);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  const int threads = 256;
+  const int threads = THREADS;
   int64_t blocks = ((vec ? total / 4 : total) + threads - 1) / threads;
-  if (blocks > (int64_t)sms * 8) blocks = (int64_t)sms * 8;
+  if (blocks > (int64_t)sms * BLOCKS_PER_SM) blocks = (int64_t)sms * BLOCKS_PER_SM;
   relu_bias_kernel<<<(unsigned)blocks, threads, 0, (cudaStream_t)stream>>>(
       static_cast<const float*>(Y.data), static_cast<const float*>(B.data),
       static_cast<float*>(O.data), total, C, HW, vec);

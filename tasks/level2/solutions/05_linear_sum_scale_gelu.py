@@ -21,8 +21,14 @@ __device__ __forceinline__ float gelu1(float v) {
   return 0.5f * v * (1.0f + erff(v * 0.70710678118654752440f));
 }
 
+// kopt:knob THREADS 256 64..1024*2 threads per block (one warp per row): rows per block
+constexpr int THREADS = 256;
+// kopt:knob UNROLL 8 {1,2,4,8,16} unroll of the float4 dot-product loop: more loads in flight, more registers
+constexpr int UNROLL = 8;
+// kopt:constraint THREADS % 32 == 0 && THREADS <= 1024
+
 template <bool VEC>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(THREADS)
 folded_kernel(const float* __restrict__ x, const float* __restrict__ w,
               const float* __restrict__ bsum, const float* __restrict__ scale,
               float* __restrict__ out, int64_t B, int64_t K) {
@@ -35,7 +41,7 @@ folded_kernel(const float* __restrict__ x, const float* __restrict__ w,
     const float4* x4 = reinterpret_cast<const float4*>(xr);
     const float4* w4 = reinterpret_cast<const float4*>(w);
     float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 8
+#pragma unroll UNROLL
     for (int64_t i = lane; i < K / 4; i += 32) {
       const float4 p = x4[i], q = __ldg(w4 + i);
       s.x = fmaf(p.x, q.x, s.x); s.y = fmaf(p.y, q.y, s.y);
@@ -65,7 +71,7 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
     return 4;
   if (B == 0) return 0;
   const uintptr_t a = reinterpret_cast<uintptr_t>(X.data) | reinterpret_cast<uintptr_t>(W.data);
-  const int threads = 256;
+  const int threads = THREADS;
   const int64_t blocks = (B * 32 + threads - 1) / threads;
   cudaStream_t s = (cudaStream_t)stream;
   const float* xs = static_cast<const float*>(X.data);
