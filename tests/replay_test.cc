@@ -121,11 +121,15 @@ TEST(Replay, AdversarialRecordsKeepTheirVerdicts) {
     Json cj = rec.value("contract", Json::object());
     cj.erase("source");
     Contract contract = ContractFromJson(cj, entry.path().string());
-    std::vector<std::string> reasons = JudgeChecks(rec["checks"], bundle, VerifyPolicy{}, contract);
+    // Records since the clean process carry its facts (null before).
+    std::optional<CleanFacts> clean;
+    if (rec.contains("clean") && rec["clean"].is_object()) clean = CleanFactsFromJson(rec["clean"]);
+    const CleanFacts* cp = clean ? &*clean : nullptr;
+    std::vector<std::string> reasons = JudgeChecks(rec["checks"], bundle, VerifyPolicy{}, contract, cp);
     std::string verdict = "incorrect";
     if (reasons.empty()) {
       ASSERT_TRUE(rec.contains("timing")) << c["attack"];
-      Outcome o = JudgeTiming(rec["timing"], bundle, VerifyPolicy{}, contract);
+      Outcome o = JudgeTiming(rec["timing"], bundle, VerifyPolicy{}, contract, cp);
       verdict = OutcomeName(o);
     }
     EXPECT_EQ(verdict, recorded) << c["attack"];

@@ -16,9 +16,10 @@ void AddCommonOptions(CLI::App* app, CommonOptions* o) {
   app->add_option("--arch", o->arch, "nvcc target, e.g. sm_90 or sm_90a (default: the GPU's)");
   app->add_option("--python", o->python, "Python with PyTorch for the worker (default: $KOPT_PYTHON, python3)");
   app->add_flag("--refresh", o->refresh, "Measure ceilings and capture tasks again, ignoring the cache");
-  app->add_flag("--sandbox", o->sandbox,
-                "Run candidates in the OS sandbox: no network, writes only to <cache>/scratch/<pid> "
-                "(opt-in while it is being verified with CUDA; see docs/verification.md)");
+  app->add_flag("!--no-sandbox", o->sandbox,
+                "Run candidates outside the OS sandbox (by default they get no network and may write only "
+                "<cache>/scratch/<pid>; see docs/verification.md)");
+  app->add_flag("--sandbox", o->sandbox, "Run candidates in the OS sandbox (the default)");
   app->add_flag("-v,--verbose", o->verbose, "Print progress details");
 }
 
@@ -32,6 +33,9 @@ void AddContractOptions(CLI::App* app, ContractOverrides* o) {
                 "The candidate may call no torch compute operator (nor the task's Model): allocation, views and "
                 "copies only");
   app->add_flag("--allow-torch-ops", o->allow_torch_ops, "Allow torch operators even where the contract file forbids them");
+  app->add_option("--distributions", o->distributions,
+                  "Input distributions besides the task's own to check candidates on: auto (every one where the "
+                  "reference is finite; default), none, or a list such as signed,wide");
   app->add_option("--second-shape", o->second_shape,
                   "NAME=VALUE: also verify with this module-level integer of the task overridden (repeatable; "
                   "e.g. batch_size=8193)")
@@ -70,7 +74,13 @@ Context MakeContext(const CommonOptions& o) {
     wo.on_warning = [](const std::string& line) { fmt::print(stderr, "kopt: warning: {}\n", line); };
   }
   c.worker = MakeProcessWorker(wo);
-  c.evaluator = std::make_unique<Evaluator>(c.builder.get(), c.worker.get(), EvaluatorConfig{c.cache_dir, o.refresh});
+  // The clean worker runs only the task's own code, never a candidate's.
+  WorkerOptions clean = wo;
+  clean.sandbox_dir.clear();
+  clean.on_warning = nullptr;
+  c.clean_worker = MakeProcessWorker(clean);
+  c.evaluator = std::make_unique<Evaluator>(c.builder.get(), c.worker.get(), EvaluatorConfig{c.cache_dir, o.refresh},
+                                            c.clean_worker.get());
   c.evaluator->on_progress = PrintProgress;
   return c;
 }

@@ -20,10 +20,10 @@ struct CommonOptions {
   std::string python;
   bool refresh = false;
   bool verbose = false;
-  bool sandbox = false;  ///< run candidates in the OS sandbox (opt-in until verified with CUDA)
+  bool sandbox = true;  ///< run candidates in the OS sandbox (--no-sandbox turns it off)
 };
 
-/// Adds --device, --cache, --arch, --python, --refresh, --sandbox, -v to
+/// Adds --device, --cache, --arch, --python, --refresh, --no-sandbox, -v to
 /// a subcommand.
 void AddCommonOptions(CLI::App* app, CommonOptions* options);
 
@@ -37,7 +37,8 @@ struct Context {
   std::filesystem::path cache_dir;
   std::string arch;
   std::unique_ptr<Builder> builder;
-  std::unique_ptr<WorkerChannel> worker;
+  std::unique_ptr<WorkerChannel> worker;        ///< runs candidates (sandboxed unless --no-sandbox)
+  std::unique_ptr<WorkerChannel> clean_worker;  ///< never loads a candidate: capture, baselines, reference facts
   std::unique_ptr<Evaluator> evaluator;
 };
 

@@ -125,7 +125,7 @@ ProfileData Collect(const ProfileArgs& a, const fs::path& data_dir, fs::path* st
     throw Error("no CUDA GPU is visible on this machine: run kopt profile where a GPU is, or pass --replay DIR to "
                 "diagnose a saved profile.");
   Context ctx = MakeContext(a.common);
-  ctx.worker->Prewarm();
+  ctx.evaluator->Prewarm();
   ctx.evaluator->Prebuild({cand});
   TaskBundle bundle = ctx.evaluator->Bundle(task, /*baselines=*/false, false);
   EvalOptions opt;
@@ -157,7 +157,9 @@ ProfileData Collect(const ProfileArgs& a, const fs::path& data_dir, fs::path* st
   d.context.flops = bundle.flops;
   d.context.matrix_flops = bundle.matrix_flops;
   d.context.flops_by_precision = FlopsByPrecision(bundle);
+  ctx.evaluator.reset();
   ctx.worker.reset();  // the GPU is ncu's now
+  ctx.clean_worker.reset();
 
   std::vector<BuildResult> objects;
   if (rec.build && rec.build->ok) objects.push_back(*rec.build);

@@ -66,14 +66,54 @@ Json ToJson(const Outcome& o) {
                    j["host_ms"] = ToJson(m.host_ms);
                    if (m.eager_ms) j["eager_ms"] = ToJson(*m.eager_ms);
                    if (m.compile_ms) j["compile_ms"] = ToJson(*m.compile_ms);
+                   if (m.clean_eager_ms) j["clean_eager_ms"] = ToJson(*m.clean_eager_ms);
+                   if (m.clean_compile_ms) j["clean_compile_ms"] = ToJson(*m.clean_compile_ms);
                    if (auto sp = m.SpeedupVsEager()) j["speedup_vs_eager"] = *sp;
+                   if (auto sp = m.SpeedupVsCompile()) j["speedup_vs_compile"] = *sp;
                    if (m.energy_mj_per_call) j["energy_mj_per_call"] = *m.energy_mj_per_call;
                    if (m.eager_energy_mj_per_call) j["eager_energy_mj_per_call"] = *m.eager_energy_mj_per_call;
                    j["warnings"] = m.warnings;
+                   j["notes"] = m.notes;
                  },
              },
              o);
   return j;
+}
+
+Outcome OutcomeFromJson(const Json& j) {
+  const std::string kind = j.is_object() ? j.value("verdict", "") : "";
+  auto strings = [&](const char* key) {
+    std::vector<std::string> v;
+    if (j.contains(key) && j[key].is_array())
+      for (const auto& x : j[key])
+        if (x.is_string()) v.push_back(x.get<std::string>());
+    return v;
+  };
+  if (kind == "build_failed") return BuildFailed{j.value("log", "")};
+  if (kind == "incorrect") return Incorrect{strings("reasons")};
+  if (kind == "crashed") return Crashed{j.value("kind", ""), j.value("message", "")};
+  if (kind == "timed_out") return TimedOut{j.value("phase", ""), NumberOr(j, "after_s")};
+  if (kind == "measured") {
+    Measured m;
+    auto summary = [&](const char* key) -> std::optional<SampleSummary> {
+      if (!j.contains(key) || !j[key].is_object()) return std::nullopt;
+      return SampleSummaryFromJson(j[key]);
+    };
+    if (auto s = summary("time_ms")) m.time_ms = *s;
+    if (auto s = summary("host_ms")) m.host_ms = *s;
+    m.eager_ms = summary("eager_ms");
+    m.compile_ms = summary("compile_ms");
+    m.clean_eager_ms = summary("clean_eager_ms");
+    m.clean_compile_ms = summary("clean_compile_ms");
+    if (j.contains("energy_mj_per_call") && j["energy_mj_per_call"].is_number())
+      m.energy_mj_per_call = j["energy_mj_per_call"].get<double>();
+    if (j.contains("eager_energy_mj_per_call") && j["eager_energy_mj_per_call"].is_number())
+      m.eager_energy_mj_per_call = j["eager_energy_mj_per_call"].get<double>();
+    m.warnings = strings("warnings");
+    m.notes = strings("notes");
+    return m;
+  }
+  return Crashed{"internal", "unreadable outcome record: " + j.dump().substr(0, 200)};
 }
 
 }  // namespace kopt

@@ -1,6 +1,7 @@
 #include "run/evaluator.h"
 
 #include <chrono>
+#include <random>
 
 #include <fmt/format.h>
 
@@ -14,7 +15,7 @@ namespace {
 
 // Bumped whenever the bundle's contents or their derivation change, so stale
 // cache entries are captured again.
-constexpr const char* kBundleFormat = "bundle-v3";
+constexpr const char* kBundleFormat = "bundle-v4";
 
 double Since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -67,14 +68,25 @@ Json ToJson(const EvalRecord& r) {
          {"source_to_verdict_s", r.source_to_verdict_s},
          {"floor_ms", r.floor_ms}};
   if (!r.contract.is_null()) j["contract"] = r.contract;
+  Json skipped = Json::array();
+  for (const auto& [name, why] : r.trust.distributions.skipped) skipped.push_back({{"name", name}, {"why", why}});
+  j["trust"] = {{"distributions_checked", r.trust.distributions.checked},
+                {"distributions_skipped", skipped},
+                {"clean_reference", r.trust.clean_reference},
+                {"sandbox", r.trust.sandbox}};
   if (r.build) j["build"] = ToJson(*r.build);
+  if (!r.clean.is_null()) j["clean"] = r.clean;
   if (!r.checks.is_null()) j["checks"] = r.checks;
   if (!r.timing.is_null()) j["timing"] = r.timing;
   return j;
 }
 
-Evaluator::Evaluator(Builder* builder, WorkerChannel* worker, EvaluatorConfig config)
-    : builder_(builder), worker_(worker), config_(std::move(config)) {}
+Evaluator::Evaluator(Builder* builder, WorkerChannel* worker, EvaluatorConfig config, WorkerChannel* clean)
+    : builder_(builder), worker_(worker), clean_(clean ? clean : worker), config_(std::move(config)) {
+  std::random_device rd;
+  fp_key_ = (static_cast<std::uint64_t>(rd()) << 20) ^ rd();
+  fp_key_ &= (1ULL << 40) - 1;  // stays exact through JSON doubles
+}
 
 void Evaluator::Progress(const std::string& line) {
   if (on_progress) on_progress(line);
@@ -85,6 +97,7 @@ const DeviceInfo& Evaluator::Device() {
     WorkerReply r = worker_->Call(Json{{"op", "hello"}}, 120);
     if (!r.ok()) throw Error("the evaluation worker did not answer hello (" + r.message + "): check PyTorch with `python3 -c 'import torch'`.");
     device_ = DeviceInfoFromHello(r.body);
+    sandbox_report_ = r.body.value("sandbox", Json());
   }
   return *device_;
 }
@@ -102,7 +115,7 @@ const Ceilings& Evaluator::DeviceCeilings() {
     }
   }
   Progress("measuring device ceilings (once per GPU)");
-  WorkerReply r = worker_->Call(Json{{"op", "ceilings"}, {"seconds", 5}}, 600);
+  WorkerReply r = clean_->Call(Json{{"op", "ceilings"}, {"seconds", 5}}, 600);
   if (!r.ok()) throw Error("measuring the device's ceilings failed (" + r.message + "): check that the GPU works with `nvidia-smi`.");
   ceilings_ = CeilingsFromProbes(r.body, dev);
   WriteJsonFileAtomic(file, Json{{"device", ToJson(dev)}, {"ceilings", ToJson(*ceilings_)}});
@@ -123,7 +136,7 @@ TaskBundle Evaluator::Bundle(const Task& task, bool baselines, bool compile) {
   if (!bundle) {
     const Ceilings& ceilings = DeviceCeilings();
     Progress("capturing " + task.name);
-    WorkerReply r = worker_->Call(
+    WorkerReply r = clean_->Call(
         Json{{"op", "capture"}, {"task", task.path.string()}, {"seeds", {0, 1, 2}}, {"profile", true}}, 900);
     if (!r.ok()) ThrowTaskError(task, r, "capture");
     bundle = BundleFromCapture(task, hash, r.body, dev, ceilings);
@@ -135,11 +148,11 @@ TaskBundle Evaluator::Bundle(const Task& task, bool baselines, bool compile) {
     Json contenders = Json::array({"eager"});
     if (need_compile) contenders.push_back("compile");
     Progress("timing baselines of " + task.name + (need_compile ? " (eager, torch.compile)" : " (eager)"));
-    WorkerReply r = worker_->Call(Json{{"op", "time"},
-                                       {"task", task.path.string()},
-                                       {"candidate", nullptr},
-                                       {"timing", {{"contenders", contenders}, {"energy", false}}}},
-                                  1200);
+    WorkerReply r = clean_->Call(Json{{"op", "time"},
+                                      {"task", task.path.string()},
+                                      {"candidate", nullptr},
+                                      {"timing", {{"contenders", contenders}, {"energy", false}}}},
+                                 1200);
     if (!r.ok()) ThrowTaskError(task, r, "timing the baselines");
     const Json samples = r.body.value("samples", Json::object());
     auto take = [&](const char* who, std::optional<SampleSummary>* into, std::string* error) {
@@ -165,6 +178,26 @@ std::optional<BuildResult> Evaluator::BuildCandidate(const Candidate& c) {
   return builder_->Build(BuildRequest{c.source, c.name, {}});
 }
 
+void Evaluator::RecycleIfTainted(const EvalRecord& rec) {
+  // A candidate that changed the process (replaced torch functions, hooked
+  // or slowed the reference, tampered with the harness) would taint every
+  // later candidate's checks in it: the next one starts a fresh worker.
+  const auto* inc = std::get_if<Incorrect>(&rec.outcome);
+  if (!inc || clean_ == worker_) return;
+  for (const auto& r : inc->reasons)
+    if (r.find("clean process") != std::string::npos || r.find("the candidate replaced") != std::string::npos) {
+      Progress("restarting the candidate worker: " + rec.candidate_name + " changed its process");
+      worker_->Recycle();
+      worker_->Prewarm();
+      return;
+    }
+}
+
+void Evaluator::Prewarm() {
+  worker_->Prewarm();
+  if (clean_ != worker_) clean_->Prewarm();
+}
+
 void Evaluator::Prebuild(const std::vector<Candidate>& candidates) {
   std::vector<BuildRequest> requests;
   for (const auto& c : candidates)
@@ -183,6 +216,55 @@ Outcome Evaluator::FailureOutcome(const WorkerReply& r, const std::string& phase
   }
 }
 
+const Json& Evaluator::CleanReference(const Task& task, const TaskBundle& bundle, const EvalOptions& options,
+                                      const std::vector<std::string>& distributions) {
+  Json request{{"op", "reference"},
+               {"task", task.path.string()},
+               {"seeds", options.seeds},
+               {"distributions", distributions},
+               {"contract", WorkerContract(options.contract)},
+               {"fp_key", fp_key_},
+               {"fp64", options.policy.tolerance == TolerancePolicy::kCalibrated}};
+  std::string key = bundle.task_hash + request.dump();
+  auto it = clean_references_.find(key);
+  if (it != clean_references_.end()) return it->second;
+  WorkerReply r = clean_->Call(request, options.verify_timeout_s + 300);
+  if (!r.ok()) ThrowTaskError(task, r, "computing the reference in a clean process");
+  return clean_references_[key] = r.body;
+}
+
+CleanFacts Evaluator::CleanBaselines(const Task& task, const TaskBundle& bundle, const Json& timing, bool compile) {
+  Json cfg = timing;
+  Json contenders = Json::array({"eager"});
+  if (compile) contenders.push_back("compile");
+  cfg["contenders"] = contenders;
+  cfg["energy"] = false;
+  cfg["check_p"] = 0;
+  cfg["suspicious_check_p"] = 0;
+  std::string key = bundle.task_hash + cfg.dump();
+  auto it = clean_baselines_.find(key);
+  if (it != clean_baselines_.end()) return it->second;
+  Progress("timing the baselines of " + task.name + " in the clean process");
+  WorkerReply r = clean_->Call(
+      Json{{"op", "time"}, {"task", task.path.string()}, {"candidate", nullptr}, {"timing", cfg}}, 1200);
+  if (!r.ok()) ThrowTaskError(task, r, "timing the baselines in a clean process");
+  CleanFacts f;
+  const Json samples = r.body.value("samples", Json::object());
+  auto take = [&](const char* who) -> std::optional<SampleSummary> {
+    if (!samples.contains(who) || samples[who].contains("error")) return std::nullopt;
+    std::vector<double> v = samples[who].value("event_ms", std::vector<double>{});
+    if (v.empty()) {
+      v = samples[who].value("host_ms", std::vector<double>{});
+      f.host_clock = true;
+    }
+    if (v.empty()) return std::nullopt;
+    return Summarize(v);
+  };
+  f.eager_ms = take("eager");
+  f.compile_ms = take("compile");
+  return clean_baselines_[key] = f;
+}
+
 EvalRecord Evaluator::Evaluate(const Task& task, const TaskBundle& bundle, const Candidate& candidate,
                                const EvalOptions& options) {
   EvalRecord rec;
@@ -192,7 +274,7 @@ EvalRecord Evaluator::Evaluate(const Task& task, const TaskBundle& bundle, const
   rec.floor_ms = bundle.floor_ms;
   rec.contract = ToJson(options.contract);
   auto t0 = std::chrono::steady_clock::now();
-  worker_->Prewarm();  // the worker starts while nvcc runs
+  Prewarm();  // the workers start while nvcc runs
 
   rec.build = BuildCandidate(candidate);
   // A prebuilt candidate is a cache hit here; its nvcc time still belongs to
@@ -206,12 +288,25 @@ EvalRecord Evaluator::Evaluate(const Task& task, const TaskBundle& bundle, const
   Json cand = CandidateRef(candidate, rec.build);
   std::string dtype = bundle.outputs.empty() ? "float32" : bundle.outputs[0].dtype;
   Tolerance tol = KernelBenchTolerance(dtype);
+  rec.trust.distributions = PlanDistributions(bundle, options.contract.distributions);
+  rec.trust.sandbox = sandbox_report_;
+  rec.contract["distributions_checked"] = rec.trust.distributions.checked;
 
   auto tv = std::chrono::steady_clock::now();
+  // The clean process's facts first (cached per task): a candidate cannot
+  // have touched them.
+  std::optional<CleanFacts> clean;
+  if (clean_ != worker_) {
+    clean.emplace();
+    clean->reference = CleanReference(task, bundle, options, rec.trust.distributions.checked);
+    rec.trust.clean_reference = true;
+  }
   WorkerReply v = worker_->Call(Json{{"op", "evaluate"},
                                      {"task", task.path.string()},
                                      {"candidate", cand},
                                      {"seeds", options.seeds},
+                                     {"distributions", rec.trust.distributions.checked},
+                                     {"fp_key", fp_key_},
                                      {"kernelbench_tol", {{"atol", tol.atol}, {"rtol", tol.rtol}}},
                                      {"fp64", options.policy.tolerance == TolerancePolicy::kCalibrated},
                                      {"contract", WorkerContract(options.contract)},
@@ -219,6 +314,7 @@ EvalRecord Evaluator::Evaluate(const Task& task, const TaskBundle& bundle, const
                                 options.verify_timeout_s +
                                     (candidate.kind == CandidateKind::kHybrid ? options.hybrid_load_timeout_s : 0));
   rec.verify_s = Since(tv);
+  if (clean) rec.clean = ToJson(*clean);
   if (!v.ok()) {
     if (v.error_kind == "task_load") ThrowTaskError(task, v, "loading");
     rec.outcome = FailureOutcome(v, "verification");
@@ -226,13 +322,15 @@ EvalRecord Evaluator::Evaluate(const Task& task, const TaskBundle& bundle, const
     return rec;
   }
   rec.checks = v.body;
-  std::vector<std::string> reasons = JudgeChecks(v.body, bundle, options.policy, options.contract);
+  std::vector<std::string> reasons =
+      JudgeChecks(v.body, bundle, options.policy, options.contract, clean ? &*clean : nullptr);
   // The static layer, after the mechanism's reasons: the source itself says
   // it calls what the contract forbids.
   for (auto& r : StaticContractReasons(candidate, bundle, options.contract)) reasons.push_back(std::move(r));
   rec.source_to_verdict_s = rec.build_s + rec.verify_s;
   if (!reasons.empty()) {
     rec.outcome = Incorrect{reasons};
+    RecycleIfTainted(rec);
     return rec;
   }
   Json timing = options.timing;
@@ -241,17 +339,35 @@ EvalRecord Evaluator::Evaluate(const Task& task, const TaskBundle& bundle, const
   timing["contenders"] = contenders;
   if (!timing.contains("energy")) timing["energy"] = true;
   timing["precision"] = PrecisionName(options.contract.precision);  // the audit's allowance
+  // Timed calls judged after the fact, more of them far below the floor; a
+  // stochastic reference cannot be compared call by call.
+  bool stochastic = bundle.HasFlag(flags::kStochastic);
+  if (!timing.contains("check_p")) timing["check_p"] = stochastic ? 0.0 : options.policy.timed_check_p;
+  if (!timing.contains("suspicious_check_p"))
+    timing["suspicious_check_p"] = stochastic ? 0.0 : options.policy.suspicious_check_p;
+  timing["suspicious_fraction"] = options.policy.suspicious_fraction;
+  timing["floor_ms"] = bundle.floor_ms;
   auto tt = std::chrono::steady_clock::now();
-  WorkerReply t = worker_->Call(
-      Json{{"op", "time"}, {"task", task.path.string()}, {"candidate", cand}, {"timing", timing}},
-      options.time_timeout_s);
+  if (clean) {
+    Json base = timing;
+    base.erase("contenders");
+    CleanFacts b = CleanBaselines(task, bundle, base, options.time_compile);
+    clean->eager_ms = b.eager_ms;
+    clean->compile_ms = b.compile_ms;
+    clean->host_clock = b.host_clock;
+    rec.clean = ToJson(*clean);
+  }
+  Json request{{"op", "time"}, {"task", task.path.string()}, {"candidate", cand}, {"timing", timing}};
+  if (clean) request["probe"] = {{"seed", options.seeds.front()}, {"fp_key", fp_key_}};
+  WorkerReply t = worker_->Call(request, options.time_timeout_s);
   rec.time_s = Since(tt);
   if (!t.ok()) {
     rec.outcome = FailureOutcome(t, "timing");
     return rec;
   }
   rec.timing = t.body;
-  rec.outcome = JudgeTiming(t.body, bundle, options.policy, options.contract);
+  rec.outcome = JudgeTiming(t.body, bundle, options.policy, options.contract, clean ? &*clean : nullptr);
+  RecycleIfTainted(rec);
   return rec;
 }
 

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <filesystem>
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +33,14 @@ struct EvalOptions {
   double time_timeout_s = 600;
 };
 
+/// How verification and timing went beyond the verdict: what was checked,
+/// where the reference came from.
+struct TrustFacts {
+  DistributionPlan distributions;  ///< the input distributions checked and skipped
+  bool clean_reference = false;     ///< checked against a clean process
+  Json sandbox;                     ///< the candidate worker's sandbox report (null: not sandboxed)
+};
+
 /// Everything one evaluation produced; the verdict is `outcome`.
 struct EvalRecord {
   std::string task_name;
@@ -46,6 +56,8 @@ struct EvalRecord {
   double source_to_verdict_s = 0;
   double floor_ms = 0;
   Json contract;  ///< the contract the candidate was judged under
+  TrustFacts trust;
+  Json clean;    ///< the clean process's facts the verdict used (ToJson(CleanFacts)); null: none
   Json checks;   ///< the worker's raw evaluate reply
   Json timing;   ///< the worker's raw time reply (all samples)
 };
@@ -63,7 +75,10 @@ std::filesystem::path DefaultCacheDir();
 
 class Evaluator {
  public:
-  Evaluator(Builder* builder, WorkerChannel* worker, EvaluatorConfig config);
+  /// `worker` runs candidates; `clean` (may be null, then `worker` serves)
+  /// is a second worker that never loads a candidate: capture, the
+  /// baselines, and the reference facts verdicts rest on come from it.
+  Evaluator(Builder* builder, WorkerChannel* worker, EvaluatorConfig config, WorkerChannel* clean = nullptr);
 
   /// The worker's device (asks once).
   const DeviceInfo& Device();
@@ -76,6 +91,8 @@ class Evaluator {
   /// Builds, verifies and (optionally) times one candidate.
   EvalRecord Evaluate(const Task& task, const TaskBundle& bundle, const Candidate& candidate,
                       const EvalOptions& options);
+  /// Starts both workers in the background (optional; they start on first use).
+  void Prewarm();
   /// Compiles several cuda candidates in parallel ahead of evaluation.
   void Prebuild(const std::vector<Candidate>& candidates);
 
@@ -86,12 +103,25 @@ class Evaluator {
   std::optional<BuildResult> BuildCandidate(const Candidate& c);
   Outcome FailureOutcome(const WorkerReply& reply, const std::string& phase);
   void Progress(const std::string& line);
+  /// Restarts the candidate worker after a candidate that changed it.
+  void RecycleIfTainted(const EvalRecord& rec);
+  /// The clean worker's reference facts for these checks (cached).
+  const Json& CleanReference(const Task& task, const TaskBundle& bundle, const EvalOptions& options,
+                             const std::vector<std::string>& distributions);
+  /// Eager (and torch.compile) timed in the clean worker, once per task and
+  /// timing configuration in this session.
+  CleanFacts CleanBaselines(const Task& task, const TaskBundle& bundle, const Json& timing, bool compile);
 
   Builder* builder_;
   WorkerChannel* worker_;
+  WorkerChannel* clean_;
   EvaluatorConfig config_;
   std::optional<DeviceInfo> device_;
+  Json sandbox_report_;
   std::optional<Ceilings> ceilings_;
+  std::uint64_t fp_key_ = 0;  ///< fingerprint sample key, random per session
+  std::map<std::string, Json> clean_references_;
+  std::map<std::string, CleanFacts> clean_baselines_;
 };
 
 }  // namespace kopt

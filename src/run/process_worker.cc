@@ -55,6 +55,12 @@ class ProcessWorker : public WorkerChannel {
 
   int starts() const override { return starts_; }
 
+  void Recycle() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (start_.valid()) start_.get();
+    child_.Kill();
+  }
+
   WorkerReply Call(const Json& request, double timeout_s) override {
     std::string start_error;
     {

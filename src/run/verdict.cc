@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -23,6 +24,47 @@ std::string Shape(const Json& j) {
   if (j.is_array())
     for (size_t i = 0; i < j.size(); ++i) s += (i ? ", " : "") + j[i].dump();
   return s + "]";
+}
+
+double Num(const Json& j, const char* key) { return NumberOr(j, key, 0); }
+
+// "seed 11, signed inputs" / "seed 11": where a check ran.
+std::string CheckPlace(const Json& check) {
+  std::string dist = check.value("distribution", "task");
+  std::string s = fmt::format("seed {}", check.value("seed", -1));
+  if (dist != "task") s += ", " + dist + " inputs";
+  return s;
+}
+
+// The clean process's check matching `check` (same seed, distribution and
+// shape), or null.
+const Json* CleanCheck(const Json& check, const CleanFacts* clean) {
+  if (!clean || !clean->reference.is_object()) return nullptr;
+  auto it = clean->reference.find("checks");  // a reference into the facts, never a copy
+  if (it == clean->reference.end() || !it->is_array()) return nullptr;
+  const Json& list = *it;
+  bool shape = check.contains("second_shape") && check["second_shape"].is_object();
+  for (const auto& c : list) {
+    if (c.value("seed", -1) != check.value("seed", -2)) continue;
+    if (c.value("distribution", "task") != check.value("distribution", "task")) continue;
+    if ((c.contains("second_shape") && c["second_shape"].is_object()) != shape) continue;
+    return &c;
+  }
+  return nullptr;
+}
+
+// Compares one list of fingerprints with the clean process's; "" or why.
+std::string ListDifference(const Json& mine, const Json& clean, const std::function<double(size_t)>& tol,
+                           const char* what) {
+  if (!clean.is_array()) return "";
+  if (!mine.is_array()) return fmt::format("no fingerprints of the {}", what);
+  if (mine.size() != clean.size())
+    return fmt::format("{} {} here, {} in the clean process", mine.size(), what, clean.size());
+  for (size_t i = 0; i < mine.size(); ++i) {
+    std::string d = FingerprintDifference(mine[i], clean[i], tol(i));
+    if (!d.empty()) return fmt::format("{} {}: {}", what, i, d);
+  }
+  return "";
 }
 
 // Judges one output of one seed; appends reasons.
@@ -128,6 +170,55 @@ void JudgeOutput(size_t index, const Json& out, const TaskBundle& bundle, const 
 
 }  // namespace
 
+Json ToJson(const CleanFacts& c) {
+  Json j{{"reference", c.reference}, {"host_clock", c.host_clock}};
+  if (c.eager_ms) j["eager_ms"] = ToJson(*c.eager_ms);
+  if (c.compile_ms) j["compile_ms"] = ToJson(*c.compile_ms);
+  return j;
+}
+
+CleanFacts CleanFactsFromJson(const Json& j) {
+  CleanFacts c;
+  if (!j.is_object()) return c;
+  c.reference = j.value("reference", Json());
+  c.host_clock = j.value("host_clock", false);
+  if (j.contains("eager_ms") && j["eager_ms"].is_object()) c.eager_ms = SampleSummaryFromJson(j["eager_ms"]);
+  if (j.contains("compile_ms") && j["compile_ms"].is_object()) c.compile_ms = SampleSummaryFromJson(j["compile_ms"]);
+  return c;
+}
+
+std::string FingerprintDifference(const Json& a, const Json& b, double rel_tol) {
+  if (!a.is_object() || !b.is_object()) return "missing";
+  if (a.value("type", "") != b.value("type", "")) return "different types";
+  if (a.contains("type")) return "";  // not a tensor on either side
+  if (a.value("shape", Json::array()) != b.value("shape", Json::array()))
+    return fmt::format("shape {} vs {}", Shape(a.value("shape", Json::array())), Shape(b.value("shape", Json::array())));
+  if (a.value("dtype", "") != b.value("dtype", ""))
+    return fmt::format("dtype {} vs {}", a.value("dtype", ""), b.value("dtype", ""));
+  if (Num(a, "nan") != Num(b, "nan") || Num(a, "inf") != Num(b, "inf"))
+    return fmt::format("{:g} NaN and {:g} Inf vs {:g} and {:g}", Num(a, "nan"), Num(a, "inf"), Num(b, "nan"),
+                       Num(b, "inf"));
+  double abs_sum = std::max(Num(a, "abs_sum"), Num(b, "abs_sum"));
+  double sq_sum = std::max(Num(a, "sq_sum"), Num(b, "sq_sum"));
+  double tiny = 1e-300;
+  if (std::fabs(Num(a, "sum") - Num(b, "sum")) > rel_tol * abs_sum + tiny)
+    return fmt::format("sum {:.10g} vs {:.10g}", Num(a, "sum"), Num(b, "sum"));
+  if (std::fabs(Num(a, "abs_sum") - Num(b, "abs_sum")) > rel_tol * abs_sum + tiny)
+    return fmt::format("sum of |x| {:.10g} vs {:.10g}", Num(a, "abs_sum"), Num(b, "abs_sum"));
+  if (std::fabs(Num(a, "sq_sum") - Num(b, "sq_sum")) > 2 * rel_tol * sq_sum + tiny)
+    return fmt::format("sum of squares {:.10g} vs {:.10g}", Num(a, "sq_sum"), Num(b, "sq_sum"));
+  const Json sa = a.value("samples", Json::array()), sb = b.value("samples", Json::array());
+  if (sa.size() != sb.size()) return "different samples";
+  double numel = std::max(1.0, Num(a, "numel"));
+  double rms = std::sqrt(sq_sum / numel);
+  for (size_t i = 0; i < sa.size(); ++i) {
+    double x = sa[i].is_number() ? sa[i].get<double>() : 0, y = sb[i].is_number() ? sb[i].get<double>() : 0;
+    if (std::fabs(x - y) > rel_tol * (std::fabs(y) + rms) * 4 + tiny)
+      return fmt::format("sampled element {:.10g} vs {:.10g}", x, y);
+  }
+  return "";
+}
+
 Tolerance KernelBenchTolerance(const std::string& dtype) {
   if (dtype == "float16" || dtype == "bfloat16") return {1e-2, 1e-2};
   return {1e-4, 1e-4};
@@ -181,12 +272,38 @@ std::string TorchOpsReason(const Json& reply, const Contract& contract) {
 }
 
 std::vector<std::string> JudgeChecks(const Json& reply, const TaskBundle& bundle, const VerifyPolicy& policy,
-                                     const Contract& contract) {
+                                     const Contract& contract, const CleanFacts* clean) {
   std::vector<std::string> reasons;
   if (std::string t = TamperReason(reply); !t.empty()) reasons.push_back(t);
   if (std::string t = TorchOpsReason(reply, contract); !t.empty()) reasons.push_back(t);
   const Json checks = reply.value("checks", Json::array());
   if (checks.empty()) return {"the worker returned no checks"};
+  // The reference the candidate's process computed must be the clean
+  // process's: same inputs, same outputs within the reference's own error.
+  for (const auto& check : checks) {
+    const Json* cc = CleanCheck(check, clean);
+    if (!cc) continue;
+    const Json ref_error = cc->value("ref_error", Json());
+    auto out_tol = [&](size_t i) {
+      std::string dtype = i < bundle.outputs.size() ? bundle.outputs[i].dtype : "float32";
+      double err = ref_error.is_array() && i < ref_error.size() ? NumberOr(ref_error[i], "rel_l2") : 0;
+      return std::max(policy.reference_error_multiple * err, policy.dtype_eps_multiple * DtypeEpsilon(dtype));
+    };
+    std::string why = ListDifference(check.value("input_fp", Json()), cc->value("input_fp", Json()),
+                                     [](size_t) { return 1e-12; }, "input");
+    if (why.empty()) why = ListDifference(check.value("ref_fp", Json()), cc->value("ref_fp", Json()), out_tol, "output");
+    if (why.empty())
+      why = ListDifference(check.value("ref64_fp", Json()), cc->value("ref64_fp", Json()),
+                           [](size_t) { return 1e-9; }, "float64 output");
+    if (!why.empty()) {
+      reasons.push_back(fmt::format(
+          "the reference in the candidate's process differs from a clean process's ({}, {}): the candidate changed "
+          "what the reference computes (its classes, the torch functions it calls, or its inputs)",
+          CheckPlace(check), why));
+      break;
+    }
+  }
+  bool task_dist_failed = false;
   for (const auto& check : checks) {
     std::vector<std::string> seed_reasons;
     // A check on the contract's second shape (module-level sizes overridden).
@@ -195,18 +312,30 @@ std::vector<std::string> JudgeChecks(const Json& reply, const TaskBundle& bundle
       for (const auto& [k, v] : check["second_shape"].items()) shape += fmt::format("{}{}={}", shape.empty() ? "" : " ", k, v.dump());
     if (check.value("inputs_mutated", false))
       seed_reasons.push_back("the candidate modified its inputs (or parameters) during the call");
-    const Json outs = check.value("outputs", Json::array());
+    Json outs = check.value("outputs", Json::array());
+    // The clean process's reference error sets the allowance (the
+    // candidate's process could have made its own reference less accurate).
+    if (const Json* cc = CleanCheck(check, clean); cc && cc->contains("ref_error") && (*cc)["ref_error"].is_array())
+      for (size_t i = 0; i < outs.size() && i < (*cc)["ref_error"].size(); ++i)
+        if (outs[i].is_object() && (*cc)["ref_error"][i].is_object()) outs[i]["ref32_vs_ref64"] = (*cc)["ref_error"][i];
     if (outs.size() != bundle.outputs.size() && !bundle.outputs.empty())
       seed_reasons.push_back(fmt::format("the candidate returned {} output(s) but the reference returns {}",
                                          outs.size(), bundle.outputs.size()));
     else
       for (size_t i = 0; i < outs.size(); ++i) JudgeOutput(i, outs[i], bundle, policy, contract, &seed_reasons);
+    const std::string dist = check.value("distribution", "task");
+    if (dist == "task" && !seed_reasons.empty()) task_dist_failed = true;
     for (auto& r : seed_reasons) {
-      std::string where = fmt::format("seed {}, {}", check.value("seed", -1),
+      std::string where = fmt::format("{}, {}", CheckPlace(check),
                                       check.value("order", "") == "candidate_first" ? "candidate ran first"
                                                                                     : "reference ran first");
       std::string tagged;
-      if (shape.empty()) {
+      if (dist != "task") {
+        tagged = fmt::format("on {} inputs: {} ({}){}", dist, r, where,
+                             task_dist_failed ? ""
+                                              : "; it passed on the task's own inputs, so it is right only on "
+                                                "get_inputs()'s distribution");
+      } else if (shape.empty()) {
         tagged = fmt::format("{} ({})", r, where);
       } else {
         tagged = fmt::format("on the contract's second shape ({}): {} ({}){}", shape, r, where,
@@ -223,12 +352,75 @@ std::vector<std::string> JudgeChecks(const Json& reply, const TaskBundle& bundle
 }
 
 Outcome JudgeTiming(const Json& reply, const TaskBundle& bundle, const VerifyPolicy& policy,
-                    const Contract& contract) {
+                    const Contract& contract, const CleanFacts* clean) {
   const Json samples = reply.value("samples", Json::object());
   if (!samples.contains("candidate")) return Crashed{"internal", "the worker returned no candidate timings"};
   const Json& cand = samples["candidate"];
   if (cand.contains("error")) return Crashed{"candidate_error", cand.value("error", "")};
   if (std::string t = TamperReason(reply); !t.empty()) return Incorrect{{t}};
+  // Timed calls chosen at random after they ran: each must have computed the
+  // answer on the inputs it was given, and left them alone.
+  std::vector<std::string> timed_notes, timed_warnings;
+  if (reply.contains("timed_checks") && reply["timed_checks"].is_object()) {
+    const Json& tc = reply["timed_checks"];
+    const Json contenders = tc.value("contenders", Json::object());
+    for (const auto& [who, c] : contenders.items()) {
+      const Json list = c.value("checks", Json::array());
+      int calls = c.value("calls", 0);
+      for (const auto& check : list) {
+        std::vector<std::string> rs;
+        if (check.value("inputs_mutated", false)) rs.push_back("it modified its inputs");
+        const Json outs = check.value("outputs", Json::array());
+        if (outs.size() != bundle.outputs.size() && !bundle.outputs.empty())
+          rs.push_back(fmt::format("it returned {} output(s), the reference {}", outs.size(), bundle.outputs.size()));
+        else
+          for (size_t i = 0; i < outs.size(); ++i) JudgeOutput(i, outs[i], bundle, policy, contract, &rs);
+        if (rs.empty()) continue;
+        std::string where = fmt::format("timed call {} of {}, one of {} chosen at random after they ran",
+                                        check.value("call", 0), calls, list.size());
+        if (who == "candidate") {
+          std::vector<std::string> reasons;
+          for (auto& r : rs)
+            reasons.push_back(fmt::format("in {}: {} (it computes otherwise while timed than while checked)", where, r));
+          return Incorrect{reasons};
+        }
+        timed_warnings.push_back(fmt::format("the {} baseline was wrong in {}: {}", who, where, rs.front()));
+        break;
+      }
+      if (who == "candidate" && !list.empty())
+        timed_notes.push_back(fmt::format("{} of its {} timed calls, chosen at random after they ran, were checked",
+                                          list.size(), calls));
+    }
+    if (tc.contains("suspicious") && tc["suspicious"].is_object())
+      timed_notes.push_back(fmt::format(
+          "its time ({:.4g} ms after {} calls) was below {:.0f}% of the reference algorithm's floor ({:.4g} ms), so "
+          "its timed calls were checked with probability {:.2f} instead of {:.2f}",
+          NumberOr(tc["suspicious"], "median_ms"), tc["suspicious"].value("after_calls", 0),
+          100 * NumberOr(tc["suspicious"], "fraction"), NumberOr(tc["suspicious"], "floor_ms"),
+          NumberOr(tc["suspicious"], "p"), NumberOr(tc, "p")));
+  }
+  // After the timed calls, the reference in the candidate's process must
+  // still compute what the clean process's does.
+  if (clean && reply.contains("ref_probe") && reply["ref_probe"].is_object()) {
+    const Json& probe = reply["ref_probe"];
+    Json as_check{{"seed", probe.value("seed", -1)}, {"distribution", "task"}};
+    if (const Json* cc = CleanCheck(as_check, clean)) {
+      const Json ref_error = cc->value("ref_error", Json());
+      auto out_tol = [&](size_t i) {
+        std::string dtype = i < bundle.outputs.size() ? bundle.outputs[i].dtype : "float32";
+        double err = ref_error.is_array() && i < ref_error.size() ? NumberOr(ref_error[i], "rel_l2") : 0;
+        return std::max(policy.reference_error_multiple * err, policy.dtype_eps_multiple * DtypeEpsilon(dtype));
+      };
+      std::string why = ListDifference(probe.value("input_fp", Json()), cc->value("input_fp", Json()),
+                                       [](size_t) { return 1e-12; }, "input");
+      if (why.empty()) why = ListDifference(probe.value("ref_fp", Json()), cc->value("ref_fp", Json()), out_tol, "output");
+      if (!why.empty())
+        return Incorrect{{fmt::format(
+            "after its timed calls, the reference in the candidate's process computes otherwise than in a clean "
+            "process (seed {}, {}): the candidate changed the reference",
+            probe.value("seed", -1), why)}};
+    }
+  }
   if (reply.contains("timing_audit") && reply["timing_audit"].is_object()) {
     // One more call on a timed input set whose contents changed, as before
     // every timed call: the timed calls must compute the answer too.
@@ -259,6 +451,30 @@ Outcome JudgeTiming(const Json& reply, const TaskBundle& bundle, const VerifyPol
   };
   m.eager_ms = summary("eager");
   m.compile_ms = summary("compile");
+  m.notes = timed_notes;
+  m.warnings = timed_warnings;
+  if (clean) {
+    m.clean_eager_ms = clean->eager_ms;
+    m.clean_compile_ms = clean->compile_ms;
+    // The baselines beside the candidate against the same baselines in a
+    // process no candidate touched: much slower beside it means the candidate
+    // slowed them (speedups use the faster of the two either way).
+    double allowed = clean->host_clock ? policy.reference_slowdown_host : policy.reference_slowdown;
+    double allowed_ms = clean->host_clock ? policy.reference_slowdown_host_ms : policy.reference_slowdown_ms;
+    auto compare = [&](const char* who, const std::optional<SampleSummary>& mine,
+                       const std::optional<SampleSummary>& theirs) -> std::optional<std::string> {
+      if (!mine || !theirs || theirs->median <= 0) return std::nullopt;
+      double ratio = mine->median / theirs->median;
+      if (ratio > 1 + allowed && mine->median - theirs->median > allowed_ms)
+        return fmt::format(
+            "the {} baseline ran {:.2f}x slower beside the candidate ({:.4g} ms) than in a clean process ({:.4g} ms): "
+            "the candidate slowed the reference (its classes, the torch functions it calls, or the device)",
+            who, ratio, mine->median, theirs->median);
+      return std::nullopt;
+    };
+    if (auto r = compare("eager", m.eager_ms, m.clean_eager_ms)) return Incorrect{{*r}};
+    if (auto r = compare("torch.compile", m.compile_ms, m.clean_compile_ms)) return Incorrect{{*r}};
+  }
   const Json energy = reply.value("energy", Json::object());
   if (energy.is_object()) {
     if (energy.contains("candidate") && energy["candidate"].is_object())

@@ -1,11 +1,13 @@
 // The verdict policy: raw worker facts in, correct-or-not and timing out.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/json.h"
 #include "core/outcome.h"
+#include "core/stats.h"
 #include "task/bundle.h"
 #include "task/contract.h"
 
@@ -34,7 +36,40 @@ struct VerifyPolicy {
   /// work hidden from the timed stream: more than max(fraction·events, ms).
   double hidden_work_fraction = 0.10;
   double hidden_work_ms = 0.020;
+  /// Timed calls judged after the fact (docs/verification.md, "Timed
+  /// calls"): the chance each timed call of every contender is checked, and
+  /// the chance for a candidate timed below `suspicious_fraction` of the
+  /// reference algorithm's floor.
+  double timed_check_p = 0.05;
+  double suspicious_check_p = 0.25;
+  double suspicious_fraction = 0.5;
+  /// Eager timed beside the candidate slower than in a clean process by more
+  /// than this fraction: the candidate changed the reference. Host-clock
+  /// timings (CPU workers) are noisier and get the second value.
+  /// Both the fraction and the absolute excess must be exceeded (tiny calls
+  /// jitter by more than a fraction).
+  double reference_slowdown = 0.25;
+  double reference_slowdown_ms = 0.01;
+  double reference_slowdown_host = 1.0;
+  double reference_slowdown_host_ms = 0.5;
 };
+
+/// What a clean worker (a process where no candidate code ever ran) says
+/// about the reference; verdicts rest on it (docs/verification.md, "The
+/// reference, checked clean").
+struct CleanFacts {
+  Json reference;  ///< its `reference` reply: fingerprints and the reference's own error per check
+  std::optional<SampleSummary> eager_ms;    ///< eager timed there, this session
+  std::optional<SampleSummary> compile_ms;  ///< torch.compile timed there, this session
+  bool host_clock = false;                  ///< timings are host-clock (CPU worker)
+};
+
+Json ToJson(const CleanFacts& c);
+CleanFacts CleanFactsFromJson(const Json& j);
+
+/// "" when two tensor fingerprints (kopt/fingerprint.py) agree within
+/// `rel_tol`, else what differs.
+std::string FingerprintDifference(const Json& mine, const Json& clean, double rel_tol);
 
 struct Tolerance {
   double atol = 1e-4;
@@ -56,16 +91,22 @@ std::string TamperReason(const Json& reply);
 /// contract judges the reply's `torch_ops`; a second-shape check is named as
 /// such). Returns the reasons the candidate is wrong, most important first;
 /// empty means correct.
+/// With `clean`, each check's reference (inputs, fp32 and float64 outputs)
+/// must match the clean process's, and the clean process's own reference
+/// error sets the allowance.
 std::vector<std::string> JudgeChecks(const Json& evaluate_reply, const TaskBundle& bundle,
-                                     const VerifyPolicy& policy, const Contract& contract = {});
+                                     const VerifyPolicy& policy, const Contract& contract = {},
+                                     const CleanFacts* clean = nullptr);
 
 /// The reason a torch-ops-forbidding contract gives for the reply's
 /// `torch_ops` (operators the candidate called), or "" when none computes.
 std::string TorchOpsReason(const Json& evaluate_reply, const Contract& contract);
 
 /// Turns a `time` reply into Measured (medians, intervals, speedups,
-/// energy), or Incorrect when the time is physically impossible.
+/// energy), or Incorrect when the time is physically impossible, a timed call
+/// chosen for checking was wrong, or (with `clean`) the reference beside the
+/// candidate ran slower or computed otherwise than in a clean process.
 Outcome JudgeTiming(const Json& time_reply, const TaskBundle& bundle, const VerifyPolicy& policy,
-                    const Contract& contract = {});
+                    const Contract& contract = {}, const CleanFacts* clean = nullptr);
 
 }  // namespace kopt

@@ -370,5 +370,162 @@ TEST(VerdictContract, SecondShapeFailureSaysSo) {
   EXPECT_NE(reasons[0].find("has shape [8, 33] but the reference has [17, 33]"), std::string::npos) << reasons[0];
 }
 
+
+// --- trust under search pressure -------------------------------------------
+
+namespace trust {
+
+Json Fp(double sum, double abs_sum, double sq_sum, std::vector<double> samples = {1.0, -2.0, 0.5}) {
+  return Json{{"shape", {1024}}, {"dtype", "float32"}, {"numel", 1024}, {"nan", 0}, {"inf", 0},
+              {"sum", sum},      {"abs_sum", abs_sum}, {"sq_sum", sq_sum}, {"samples", samples}};
+}
+
+Json Check(int seed, const std::string& dist, const Json& out, const Json& ref_fp) {
+  return Json{{"seed", seed},         {"order", "candidate_first"}, {"distribution", dist},
+              {"inputs_mutated", false}, {"outputs", {out}},        {"input_fp", {Fp(3, 500, 400)}},
+              {"ref_fp", {ref_fp}},   {"ref64_fp", {ref_fp}}};
+}
+
+CleanFacts Clean(const Json& ref_fp, double ref_rel = 3e-8) {
+  CleanFacts c;
+  c.reference = Json{{"checks",
+                      {{{"seed", 11}, {"distribution", "task"}, {"input_fp", {Fp(3, 500, 400)}}, {"ref_fp", {ref_fp}},
+                        {"ref64_fp", {ref_fp}}, {"ref_error", {{{"rel_l2", ref_rel}, {"max_abs", 3 * ref_rel}}}}},
+                       {{"seed", 11}, {"distribution", "signed"}, {"input_fp", {Fp(3, 500, 400)}},
+                        {"ref_fp", {ref_fp}}, {"ref64_fp", {ref_fp}},
+                        {"ref_error", {{{"rel_l2", ref_rel}, {"max_abs", 3 * ref_rel}}}}}}}};
+  return c;
+}
+
+}  // namespace trust
+
+TEST(VerdictTrust, FingerprintsCompareWithinTheTolerance) {
+  using trust::Fp;
+  EXPECT_EQ(FingerprintDifference(Fp(3, 500, 400), Fp(3, 500, 400), 0), "");
+  EXPECT_EQ(FingerprintDifference(Fp(3, 500, 400), Fp(3 + 1e-4, 500, 400), 1e-6), "");  // 1e-4 <= 1e-6 * 500
+  EXPECT_NE(FingerprintDifference(Fp(3, 500, 400), Fp(4, 500, 400), 1e-6).find("sum"), std::string::npos);
+  EXPECT_NE(FingerprintDifference(Fp(3, 500, 400, {1, 2, 3}), Fp(3, 500, 400, {1, 2, 4}), 1e-6).find("sampled"),
+            std::string::npos);
+  Json other = Fp(3, 500, 400);
+  other["shape"] = {512, 2};
+  EXPECT_NE(FingerprintDifference(Fp(3, 500, 400), other, 1).find("shape"), std::string::npos);
+  other = Fp(3, 500, 400);
+  other["nan"] = 1;
+  EXPECT_NE(FingerprintDifference(Fp(3, 500, 400), other, 1).find("NaN"), std::string::npos);
+}
+
+TEST(VerdictTrust, AReferenceChangedInTheCandidatesProcessIsIncorrect) {
+  Json same = trust::Fp(3, 500, 400);
+  Json reply{{"checks", {trust::Check(11, "task", Out(2e-8, 3e-8), same)}}};
+  CleanFacts clean = trust::Clean(same);
+  EXPECT_TRUE(JudgeChecks(reply, OneOutput(), {}, {}, &clean).empty());
+  // The candidate made the reference return zeros, and returns zeros itself:
+  // in its own process the outputs agree (Out's error is tiny).
+  Json zeros = trust::Fp(0, 0, 0, {0, 0, 0});
+  Json cheat{{"checks", {trust::Check(11, "task", Out(0, 0), zeros)}}};
+  auto reasons = JudgeChecks(cheat, OneOutput(), {}, {}, &clean);
+  ASSERT_FALSE(reasons.empty());
+  EXPECT_NE(reasons[0].find("differs from a clean process's (seed 11"), std::string::npos) << reasons[0];
+  // Without clean facts (recorded replies, or no clean worker) it is not judged.
+  EXPECT_TRUE(JudgeChecks(cheat, OneOutput(), {}).empty());
+}
+
+TEST(VerdictTrust, TheCleanProcessesReferenceErrorSetsTheAllowance) {
+  // The candidate's process claims its reference is off by 1e-3 (it made it
+  // worse), which would admit a 3e-3 error; the clean process says 3e-8.
+  Json same = trust::Fp(3, 500, 400);
+  Json reply{{"checks", {trust::Check(11, "task", Out(3e-3, 1e-3), same)}}};
+  EXPECT_TRUE(JudgeChecks(reply, OneOutput(), {}).empty());
+  CleanFacts clean = trust::Clean(same, 3e-8);
+  EXPECT_FALSE(JudgeChecks(reply, OneOutput(), {}, {}, &clean).empty());
+}
+
+TEST(VerdictTrust, RightOnlyOnTheTasksDistributionSaysSo) {
+  Json same = trust::Fp(3, 500, 400);
+  Json reply{{"checks",
+              {trust::Check(11, "task", Out(2e-8, 3e-8), same), trust::Check(11, "signed", Out(0.7, 3e-8), same)}}};
+  CleanFacts clean = trust::Clean(same);
+  auto reasons = JudgeChecks(reply, OneOutput(), {}, {}, &clean);
+  ASSERT_EQ(reasons.size(), 1u);
+  EXPECT_NE(reasons[0].find("on signed inputs:"), std::string::npos) << reasons[0];
+  EXPECT_NE(reasons[0].find("right only on get_inputs()'s distribution"), std::string::npos) << reasons[0];
+}
+
+TEST(VerdictTrust, AWrongTimedCallIsIncorrectAndABaselinesIsAWarning) {
+  Json t = TimeReply({1, 1, 1}, {1.02, 1.02, 1.02}, {2, 2, 2});
+  Json good{{"call", 7}, {"input_set", 0}, {"inputs_mutated", false}, {"outputs", {Out(2e-8, 3e-8)}}};
+  Json bad{{"call", 9}, {"input_set", 1}, {"inputs_mutated", false}, {"outputs", {Out(0.9, 3e-8)}}};
+  t["timed_checks"] = {{"p", 0.05},
+                       {"suspicious", nullptr},
+                       {"contenders", {{"candidate", {{"calls", 40}, {"checks", {good}}}},
+                                       {"eager", {{"calls", 40}, {"checks", {good}}}}}}};
+  Outcome o = JudgeTiming(t, OneOutput(), {});
+  ASSERT_TRUE(std::holds_alternative<Measured>(o));
+  EXPECT_NE(std::get<Measured>(o).notes.at(0).find("1 of its 40 timed calls"), std::string::npos);
+  t["timed_checks"]["contenders"]["candidate"]["checks"].push_back(bad);
+  o = JudgeTiming(t, OneOutput(), {});
+  ASSERT_TRUE(std::holds_alternative<Incorrect>(o));
+  EXPECT_NE(std::get<Incorrect>(o).reasons[0].find("timed call 9 of 40, one of 2 chosen at random after they ran"),
+            std::string::npos)
+      << std::get<Incorrect>(o).reasons[0];
+  Json mutated = good;
+  mutated["inputs_mutated"] = true;
+  t["timed_checks"]["contenders"]["candidate"]["checks"] = {mutated};
+  o = JudgeTiming(t, OneOutput(), {});
+  ASSERT_TRUE(std::holds_alternative<Incorrect>(o));
+  EXPECT_NE(std::get<Incorrect>(o).reasons[0].find("modified its inputs"), std::string::npos);
+  t["timed_checks"]["contenders"]["candidate"]["checks"] = {good};
+  t["timed_checks"]["contenders"]["eager"]["checks"] = {bad};
+  o = JudgeTiming(t, OneOutput(), {});
+  ASSERT_TRUE(std::holds_alternative<Measured>(o));
+  EXPECT_NE(std::get<Measured>(o).warnings.at(0).find("the eager baseline was wrong"), std::string::npos);
+}
+
+TEST(VerdictTrust, ASuspiciousTimeIsCheckedMoreAndSaysSo) {
+  Json t = TimeReply({1, 1, 1}, {1.02, 1.02, 1.02}, {2, 2, 2});
+  t["timed_checks"] = {{"p", 0.05},
+                       {"suspicious", {{"median_ms", 1.0}, {"floor_ms", 5.0}, {"fraction", 0.5}, {"after_calls", 5},
+                                       {"p", 0.25}}},
+                       {"contenders", {{"candidate", {{"calls", 40}, {"checks", Json::array()}}}}}};
+  Outcome o = JudgeTiming(t, OneOutput(), {});
+  ASSERT_TRUE(std::holds_alternative<Measured>(o));
+  EXPECT_NE(std::get<Measured>(o).notes.back().find("below 50% of the reference algorithm's floor"),
+            std::string::npos);
+}
+
+TEST(VerdictTrust, ABaselineSlowedBesideTheCandidateIsIncorrect) {
+  Json t = TimeReply({1, 1, 1}, {1.02, 1.02, 1.02}, {2, 2, 2});
+  CleanFacts clean;
+  clean.eager_ms = Summarize({1.9, 1.9, 1.9});
+  Outcome o = JudgeTiming(t, OneOutput(), {}, {}, &clean);
+  ASSERT_TRUE(std::holds_alternative<Measured>(o));
+  // Speed-ups rest on the faster eager median: the clean process's here.
+  EXPECT_DOUBLE_EQ(*std::get<Measured>(o).SpeedupVsEager(), 1.9);
+  clean.eager_ms = Summarize({1.2, 1.2, 1.2});
+  o = JudgeTiming(t, OneOutput(), {}, {}, &clean);
+  ASSERT_TRUE(std::holds_alternative<Incorrect>(o));
+  EXPECT_NE(std::get<Incorrect>(o).reasons[0].find("1.67x slower beside the candidate"), std::string::npos)
+      << std::get<Incorrect>(o).reasons[0];
+  // Tiny calls jitter: a large ratio on a tiny absolute gap is not a verdict.
+  Json tiny = TimeReply({0.001, 0.001, 0.001}, {0.002, 0.002, 0.002}, {0.004, 0.004, 0.004});
+  clean.eager_ms = Summarize({0.002, 0.002, 0.002});
+  TaskBundle small = OneOutput();
+  small.hard_floor_ms = 0;
+  Outcome ok = JudgeTiming(tiny, small, {}, {}, &clean);
+  EXPECT_TRUE(std::holds_alternative<Measured>(ok)) << OutcomeLine(ok);
+}
+
+TEST(VerdictTrust, TheReferenceProbeAfterTimingMustMatchTheCleanProcess) {
+  Json same = trust::Fp(3, 500, 400);
+  CleanFacts clean = trust::Clean(same);
+  Json t = TimeReply({1, 1, 1}, {1.02, 1.02, 1.02}, {2, 2, 2});
+  t["ref_probe"] = {{"seed", 11}, {"input_fp", {trust::Fp(3, 500, 400)}}, {"ref_fp", {same}}};
+  EXPECT_TRUE(std::holds_alternative<Measured>(JudgeTiming(t, OneOutput(), {}, {}, &clean)));
+  t["ref_probe"]["ref_fp"] = {trust::Fp(0, 0, 0, {0, 0, 0})};
+  Outcome o = JudgeTiming(t, OneOutput(), {}, {}, &clean);
+  ASSERT_TRUE(std::holds_alternative<Incorrect>(o));
+  EXPECT_NE(std::get<Incorrect>(o).reasons[0].find("after its timed calls"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kopt

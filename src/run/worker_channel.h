@@ -39,6 +39,9 @@ class WorkerChannel {
   virtual void Prewarm() {}
   /// How many times the worker process has been (re)started.
   virtual int starts() const { return 0; }
+  /// Ends the worker process; the next Call starts a fresh one (after a
+  /// candidate changed the process: patched torch, hooked the reference).
+  virtual void Recycle() {}
 };
 
 struct WorkerOptions {

@@ -103,6 +103,41 @@ std::map<std::string, double> FlopsByPrecision(const TaskBundle& b) {
   return by;
 }
 
+DistributionPlan PlanDistributions(const TaskBundle& b, const std::optional<std::vector<std::string>>& wanted) {
+  DistributionPlan plan;
+  std::vector<std::string> names = wanted ? *wanted : std::vector<std::string>{"signed", "wide"};
+  for (const auto& name : names) {
+    auto it = b.distributions.find(name);
+    if (it == b.distributions.end()) {
+      plan.skipped.push_back({name, "not captured (capture the task again with --refresh)"});
+    } else if (!it->second.changes_inputs) {
+      plan.skipped.push_back({name, "the task has no floating-point inputs to transform"});
+    } else if (!it->second.finite) {
+      plan.skipped.push_back(
+          {name, it->second.error.empty() ? "the reference is not finite there" : "the reference fails there"});
+    } else {
+      plan.checked.push_back(name);
+    }
+  }
+  if (wanted)
+    for (const auto& [name, facts] : b.distributions)
+      if (std::find(names.begin(), names.end(), name) == names.end())
+        plan.skipped.push_back({name, "the contract leaves it out"});
+  return plan;
+}
+
+std::string DescribeDistributions(const DistributionPlan& plan) {
+  std::string s = "the task's inputs";
+  for (const auto& d : plan.checked) s += ", " + d;
+  if (!plan.skipped.empty()) {
+    s += " (not";
+    for (size_t i = 0; i < plan.skipped.size(); ++i)
+      s += fmt::format("{} {}: {}", i ? ";" : "", plan.skipped[i].first, plan.skipped[i].second);
+    s += ")";
+  }
+  return s;
+}
+
 TaskBundle BundleFromCapture(const Task& task, const std::string& task_hash, const Json& capture,
                              const DeviceInfo& device, const Ceilings& ceilings,
                              const DegeneracyThresholds& th) {
@@ -132,6 +167,28 @@ TaskBundle BundleFromCapture(const Task& task, const std::string& task_hash, con
     b.kernels.push_back({k.value("name", ""), NumberOr(k, "calls"), NumberOr(k, "device_ms")});
   b.ref_error = capture.value("ref_error", Json());
 
+  // Extra input distributions: where the reference is defined, and whether
+  // its outputs vary there (a kernel writing a constant fails there).
+  if (capture.contains("distributions") && capture["distributions"].is_object())
+    for (const auto& [name, d] : capture["distributions"].items()) {
+      DistributionFacts f;
+      f.about = d.value("about", "");
+      f.finite = d.value("finite", false);
+      f.changes_inputs = d.value("changes_inputs", false);
+      f.error = d.value("error", "");
+      for (const auto& s : d.value("outputs_stats", Json::array())) {
+        double max_abs = NumberOr(s, "max_abs"), sd = NumberOr(s, "std"), mean = NumberOr(s, "mean");
+        double scale = std::max(std::fabs(mean), max_abs);
+        if (max_abs < th.near_zero_max_abs || scale <= 0 || sd / scale < th.near_constant_rel_std) f.varies = false;
+      }
+      b.distributions[name] = f;
+    }
+  std::string rescue;
+  for (const auto& [name, f] : b.distributions)
+    if (f.finite && f.changes_inputs && f.varies) rescue += (rescue.empty() ? "" : ", ") + name;
+  if (!rescue.empty())
+    rescue = " on the task's own inputs; candidates are also checked on " + rescue + " inputs, where it varies";
+
   // Degeneracy: judged per output over all seeds.
   const Json stats = capture.value("outputs_stats", Json::array());
   for (size_t o = 0; o < b.outputs.size(); ++o) {
@@ -148,11 +205,16 @@ TaskBundle BundleFromCapture(const Task& task, const std::string& task_hash, con
     }
     if (all_zero)
       AddFlag(&b, flags::kNearZero,
-              fmt::format("output {} is near zero for every seed (max |x| < {:g}): a kernel writing zeros would pass",
-                          o, th.near_zero_max_abs));
+              rescue.empty()
+                  ? fmt::format("output {} is near zero for every seed (max |x| < {:g}): a kernel writing zeros would pass",
+                                o, th.near_zero_max_abs)
+                  : fmt::format("output {} is near zero for every seed (max |x| < {:g}){}", o, th.near_zero_max_abs,
+                                rescue));
     else if (all_constant)
       AddFlag(&b, flags::kNearConstant,
-              fmt::format("output {} is near constant for every seed: a kernel writing one value would pass", o));
+              rescue.empty()
+                  ? fmt::format("output {} is near constant for every seed: a kernel writing one value would pass", o)
+                  : fmt::format("output {} is near constant for every seed{}", o, rescue));
     const Json seed_diff = capture.value("seed_rel_diff", Json::array());
     if (o < seed_diff.size() && seed_diff[o].is_number() && b.outputs[o].Numel() > 0 &&
         seed_diff[o].get<double>() < th.seed_independent_rel_diff && !all_zero)
@@ -211,6 +273,13 @@ Json ToJson(const TaskBundle& b) {
   if (b.eager_ms) j["eager_ms"] = ToJson(*b.eager_ms);
   if (b.compile_ms) j["compile_ms"] = ToJson(*b.compile_ms);
   if (!b.compile_error.empty()) j["compile_error"] = b.compile_error;
+  j["distributions"] = Json::object();
+  for (const auto& [name, f] : b.distributions)
+    j["distributions"][name] = {{"about", f.about},
+                                {"finite", f.finite},
+                                {"changes_inputs", f.changes_inputs},
+                                {"error", f.error},
+                                {"varies", f.varies}};
   return j;
 }
 
@@ -243,6 +312,15 @@ TaskBundle BundleFromJson(const Json& j) {
   if (j.contains("eager_ms")) b.eager_ms = SampleSummaryFromJson(j["eager_ms"]);
   if (j.contains("compile_ms")) b.compile_ms = SampleSummaryFromJson(j["compile_ms"]);
   b.compile_error = j.value("compile_error", "");
+  for (const auto& [name, d] : j.value("distributions", Json::object()).items()) {
+    DistributionFacts f;
+    f.about = d.value("about", "");
+    f.finite = d.value("finite", false);
+    f.changes_inputs = d.value("changes_inputs", false);
+    f.error = d.value("error", "");
+    f.varies = d.value("varies", true);
+    b.distributions[name] = f;
+  }
   return b;
 }
 

@@ -40,6 +40,15 @@ inline constexpr const char* kStochastic = "stochastic_reference";
 inline constexpr const char* kNoFp64 = "no_float64_reference";
 }  // namespace flags
 
+/// What capture learned about one extra input distribution (kopt.inputs).
+struct DistributionFacts {
+  std::string about;            ///< how the inputs are made, in words
+  bool finite = false;          ///< the reference's outputs stay finite there
+  bool changes_inputs = false;  ///< the task has floating-point inputs to transform
+  std::string error;            ///< the reference raised on such inputs
+  bool varies = true;           ///< its outputs are neither near zero nor near constant
+};
+
 struct TaskBundle {
   std::string task_name;
   std::string task_path;
@@ -57,6 +66,10 @@ struct TaskBundle {
   Json graph;            ///< aten-level op graph with shapes and FLOPs
   std::vector<ReferenceKernel> kernels;
   Json ref_error;        ///< per output: fp32 reference vs float64
+
+  /// Extra input distributions by name ("signed", "wide"), as capture found
+  /// the reference on them; empty for bundles captured before they existed.
+  std::map<std::string, DistributionFacts> distributions;
 
   std::vector<std::string> flags;  ///< see kopt::flags
   std::vector<std::string> flag_notes;  ///< plain-English explanation per flag
@@ -90,6 +103,21 @@ struct DegeneracyThresholds {
   double seed_independent_rel_diff = 1e-7;
   double stochastic_rel_diff = 0;        ///< repeat difference above this
 };
+
+/// Which extra input distributions a candidate is checked on, and why the
+/// others are not (docs/verification.md, "Input distributions").
+struct DistributionPlan {
+  std::vector<std::string> checked;
+  std::vector<std::pair<std::string, std::string>> skipped;  ///< name, why
+};
+
+/// The contract's distributions (nullopt: all known) that the bundle says the
+/// task is defined on.
+DistributionPlan PlanDistributions(const TaskBundle& b,
+                                   const std::optional<std::vector<std::string>>& wanted);
+
+/// One line: "the task's inputs, signed, wide (not: ... reference not finite)".
+std::string DescribeDistributions(const DistributionPlan& plan);
 
 /// Builds the bundle from the worker's `capture` reply: parses the signature
 /// and graph, raises degeneracy flags, and computes the floor from ceilings.

@@ -48,7 +48,26 @@ bool IsIdentifier(const std::string& s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
+std::vector<std::string> ParseDistributionList(const Json& value, const std::string& where) {
+  if (!value.is_array())
+    throw Error(where + ": \"distributions\" must be a list such as [\"signed\", \"wide\"] (or [] for none).");
+  std::vector<std::string> out;
+  for (const auto& v : value) {
+    std::string name = v.is_string() ? v.get<std::string>() : v.dump();
+    const auto& known = KnownDistributions();
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      throw Error(fmt::format("{}: \"{}\" is not an input distribution kopt knows (signed, wide).", where, name));
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  }
+  return out;
+}
+
 }  // namespace
+
+const std::vector<std::string>& KnownDistributions() {
+  static const std::vector<std::string> names = {"signed", "wide"};
+  return names;
+}
 
 const char* PrecisionName(Precision p) {
   switch (p) {
@@ -86,10 +105,17 @@ Contract ContractFromJson(const Json& j, const std::string& where) {
           throw Error(fmt::format("{}: second_shape.{} must be an integer.", where, name));
         c.second_shape[name] = v.get<long long>();
       }
-    } else if (key == "comment" || key.rfind("_", 0) == 0) {
+    } else if (key == "distributions") {
+      if (value.is_string() && value.get<std::string>() == "auto")
+        c.distributions.reset();
+      else
+        c.distributions = ParseDistributionList(value, where);
+    } else if (key == "comment" || key == "source" || key == "distributions_checked" || key.rfind("_", 0) == 0) {
+      // Notes for people; "source" and "distributions_checked" are what
+      // ToJson and a record add, so a saved contract reads back.
       // Notes for people.
     } else {
-      throw Error(fmt::format("{}: unknown contract field \"{}\" (known: precision, torch_ops, second_shape).",
+      throw Error(fmt::format("{}: unknown contract field \"{}\" (known: precision, torch_ops, second_shape, distributions).",
                               where, key));
     }
   }
@@ -103,7 +129,8 @@ Contract LoadContract(const Task& task) {
 }
 
 bool ContractOverrides::Empty() const {
-  return file.empty() && precision.empty() && !forbid_torch_ops && !allow_torch_ops && second_shape.empty();
+  return file.empty() && precision.empty() && !forbid_torch_ops && !allow_torch_ops && second_shape.empty() &&
+         distributions.empty();
 }
 
 Contract ApplyOverrides(Contract c, const ContractOverrides& o) {
@@ -139,6 +166,24 @@ Contract ApplyOverrides(Contract c, const ContractOverrides& o) {
     c.second_shape[name] = v;
     changed = true;
   }
+  if (!o.distributions.empty()) {
+    if (o.distributions == "auto") {
+      c.distributions.reset();
+    } else if (o.distributions == "none") {
+      c.distributions = std::vector<std::string>{};
+    } else {
+      Json list = Json::array();
+      size_t start = 0;
+      while (start <= o.distributions.size()) {
+        size_t comma = o.distributions.find(',', start);
+        if (comma == std::string::npos) comma = o.distributions.size();
+        list.push_back(o.distributions.substr(start, comma - start));
+        start = comma + 1;
+      }
+      c.distributions = ParseDistributionList(list, "--distributions");
+    }
+    changed = true;
+  }
   if (changed) c.source = c.source == "default" ? "command line" : c.source + " and the command line";
   return c;
 }
@@ -151,10 +196,12 @@ Contract ResolveContract(const Task& task, const ContractOverrides& o) {
 Json ToJson(const Contract& c) {
   Json shape = Json::object();
   for (const auto& [k, v] : c.second_shape) shape[k] = v;
-  return Json{{"precision", PrecisionName(c.precision)},
-              {"torch_ops", c.torch_ops},
-              {"second_shape", shape},
-              {"source", c.source}};
+  Json j{{"precision", PrecisionName(c.precision)},
+         {"torch_ops", c.torch_ops},
+         {"second_shape", shape},
+         {"source", c.source}};
+  j["distributions"] = c.distributions ? Json(*c.distributions) : Json("auto");
+  return j;
 }
 
 std::string DescribeContract(const Contract& c) {
@@ -166,6 +213,11 @@ std::string DescribeContract(const Contract& c) {
   if (!c.second_shape.empty()) {
     s += "; second shape";
     for (const auto& [k, v] : c.second_shape) s += fmt::format(" {}={}", k, v);
+  }
+  if (c.distributions) {
+    s += "; input distributions: the task's";
+    for (const auto& d : *c.distributions) s += ", " + d;
+    if (c.distributions->empty()) s += " only";
   }
   if (c.source != "default") s += " (from " + c.source + ")";
   return s;

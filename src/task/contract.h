@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,12 @@ struct Contract {
   /// Module-level integer globals of the task file to override for a second
   /// check (e.g. batch_size=8193); empty: no second shape.
   std::map<std::string, long long> second_shape;
+  /// Input distributions besides get_inputs()'s own that a candidate must be
+  /// right on too ("signed", "wide"; docs/verification.md, "Input
+  /// distributions"). nullopt: every one on which capture found the reference
+  /// defined (finite). A contract narrows it where inputs carry meaning a
+  /// transformation would break (e.g. [] for probabilities or labels).
+  std::optional<std::vector<std::string>> distributions;
   /// Where it came from: "default", a file path, and/or "command line".
   std::string source = "default";
 };
@@ -37,8 +44,12 @@ struct Contract {
 /// `<task dir>/<task stem>.contract.json`: the optional file beside a task.
 std::filesystem::path ContractPath(const Task& task);
 
+/// The extra input distributions kopt knows ("signed", "wide").
+const std::vector<std::string>& KnownDistributions();
+
 /// Parses a contract object: {"precision": "strict"|"tf32"|"bf16",
-/// "torch_ops": true|false, "second_shape": {"NAME": INT, ...}}. Every key is
+/// "torch_ops": true|false, "second_shape": {"NAME": INT, ...},
+/// "distributions": ["signed", "wide"]}. Every key is
 /// optional; an unknown key or a bad value throws kopt::Error naming `where`.
 Contract ContractFromJson(const Json& j, const std::string& where);
 
@@ -52,6 +63,7 @@ struct ContractOverrides {
   bool forbid_torch_ops = false;
   bool allow_torch_ops = false;
   std::vector<std::string> second_shape;  ///< NAME=VALUE, repeatable
+  std::string distributions;              ///< "auto", "none" or a comma list; "" keeps the file's
   bool Empty() const;
 };
 
