@@ -57,30 +57,6 @@ fs::path DefaultCacheDir() {
   return fs::temp_directory_path() / "kopt-cache";
 }
 
-Json ToJson(const EvalRecord& r) {
-  Json j{{"task", r.task_name},
-         {"candidate", r.candidate_name},
-         {"kind", r.candidate_kind},
-         {"outcome", ToJson(r.outcome)},
-         {"build_s", r.build_s},
-         {"verify_s", r.verify_s},
-         {"time_s", r.time_s},
-         {"source_to_verdict_s", r.source_to_verdict_s},
-         {"floor_ms", r.floor_ms}};
-  if (!r.contract.is_null()) j["contract"] = r.contract;
-  Json skipped = Json::array();
-  for (const auto& [name, why] : r.trust.distributions.skipped) skipped.push_back({{"name", name}, {"why", why}});
-  j["trust"] = {{"distributions_checked", r.trust.distributions.checked},
-                {"distributions_skipped", skipped},
-                {"clean_reference", r.trust.clean_reference},
-                {"sandbox", r.trust.sandbox}};
-  if (r.build) j["build"] = ToJson(*r.build);
-  if (!r.clean.is_null()) j["clean"] = r.clean;
-  if (!r.checks.is_null()) j["checks"] = r.checks;
-  if (!r.timing.is_null()) j["timing"] = r.timing;
-  return j;
-}
-
 Evaluator::Evaluator(Builder* builder, WorkerChannel* worker, EvaluatorConfig config, WorkerChannel* clean)
     : builder_(builder), worker_(worker), clean_(clean ? clean : worker), config_(std::move(config)) {
   std::random_device rd;
@@ -271,6 +247,7 @@ EvalRecord Evaluator::Evaluate(const Task& task, const TaskBundle& bundle, const
   rec.task_name = task.name;
   rec.candidate_name = candidate.name;
   rec.candidate_kind = CandidateKindName(candidate.kind);
+  rec.source_hash = ContentHash({candidate.source});
   rec.floor_ms = bundle.floor_ms;
   rec.contract = ToJson(options.contract);
   auto t0 = std::chrono::steady_clock::now();
