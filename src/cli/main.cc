@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "kopt 0.1.0");
   int exit_code = 0;
+  kopt::AddOptimizeCommand(&app, &exit_code);
   kopt::AddCaptureCommand(&app, &exit_code);
   kopt::AddEvalCommand(&app, &exit_code);
   kopt::AddBenchCommand(&app, &exit_code);
