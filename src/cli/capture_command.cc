@@ -54,7 +54,7 @@ void PrintBundle(const TaskBundle& b) {
 }
 
 int RunCapture(const CaptureArgs& a) {
-  Task task = LoadTask(a.task);
+  Task task = LoadTask(a.task, PythonFor(a.common));
   if (WantsGpuButNoneVisible(a.common))
     throw Error("no CUDA GPU is visible on this machine: run kopt capture where a GPU is, or pass --device cpu.");
   Context ctx = MakeContext(a.common);

@@ -2,9 +2,30 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
+#include <string>
 
 #include "cli/commands.h"
 #include "core/error.h"
+
+namespace {
+
+// A command-line mistake as one sentence: CLI11's message on one line, and
+// where to read the options (the subcommand's help when one was named).
+std::string ParseErrorSentence(const CLI::App& app, const CLI::ParseError& e) {
+  std::string what = e.what();
+  for (char& c : what)
+    if (c == '\n') c = ' ';
+  while (!what.empty() && (what.back() == ' ' || what.back() == '.')) what.pop_back();
+  if (what.size() > 1 && std::isupper(static_cast<unsigned char>(what[0])) &&
+      std::islower(static_cast<unsigned char>(what[1])))
+    what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
+  std::string help = "kopt --help";
+  for (const CLI::App* sub : app.get_subcommands()) help = "kopt " + sub->get_name() + " --help";
+  return fmt::format("{}: see `{}`.", what, help);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -28,7 +49,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version are successes; every real parse error is one
+    // sentence and exit status 2, like any other mistake in the input.
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    fmt::print(stderr, "kopt: {}\n", ParseErrorSentence(app, e));
+    return 2;
   } catch (const kopt::Error& e) {
     fmt::print(stderr, "kopt: {}\n", e.what());
     return 2;

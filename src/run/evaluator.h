@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -90,6 +91,7 @@ class Evaluator {
   Builder* builder_;
   WorkerChannel* worker_;
   EvaluatorConfig config_;
+  std::map<std::string, BuildResult> prebuilt_;  ///< by source: what Prebuild compiled or found
   std::optional<DeviceInfo> device_;
   std::optional<Ceilings> ceilings_;
 };
