@@ -203,6 +203,9 @@ class ProcessWorker : public WorkerChannel {
       std::string why = LastLines(child_.StderrTail(), 2);
       if (no_torch || why.find("No module named 'torch'") != std::string::npos)
         why = "it cannot import torch";
+      std::error_code ec;
+      if (why.empty() && python.find('/') != std::string::npos && !fs::exists(python, ec))
+        why = "it does not exist";
       if (why.empty())
         why = "it cannot be run or exited at once (" + child_.ExitDescription() + ")";
       tried += (tried.empty() ? "" : "; ") + python + ": " + why;
