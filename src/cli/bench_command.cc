@@ -156,6 +156,11 @@ int RunOffline(const BenchArgs& a, const std::vector<Task>& tasks) {
       "\n{} tasks, {} solutions, {} failed to compile. On a machine with a GPU, `kopt bench {}` "
       "verifies and times them.\n",
       tasks.size(), cands.size(), failures, a.dir);
+  fmt::print(
+      "Without a GPU, kopt can also verify and time (host clock, no floor) a Python candidate that "
+      "uses only PyTorch (`kopt eval TASK CANDIDATE.py --device cpu`), capture a task's signature "
+      "and FLOPs (`kopt capture TASK --device cpu`) and diagnose a saved profile (`kopt profile "
+      "--replay DIR`).\n");
   Json device{
       {"name",
        fmt::format("no CUDA GPU visible: cuda solutions compiled for {}, nothing verified or timed",

@@ -18,7 +18,7 @@ std::string ParseErrorSentence(const CLI::App& app, const CLI::ParseError& e) {
     if (c == '\n') c = ' ';
   while (!what.empty() && (what.back() == ' ' || what.back() == '.')) what.pop_back();
   if (what.size() > 1 && std::isupper(static_cast<unsigned char>(what[0])) &&
-      std::islower(static_cast<unsigned char>(what[1])))
+      !std::isupper(static_cast<unsigned char>(what[1])))  // not an acronym
     what[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(what[0])));
   std::string help = "kopt --help";
   for (const CLI::App* sub : app.get_subcommands()) help = "kopt " + sub->get_name() + " --help";
@@ -46,6 +46,20 @@ int main(int argc, char** argv) {
       "  kopt capture tasks/level1/01_relu.py                what kopt learns about a task\n"
       "  kopt eval tasks/level1/01_relu.py my_relu.cu        verify and time one candidate\n"
       "  kopt report results.json                            an HTML page with charts of a saved result\n");
+  // A first word that is no command: say which commands there are.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      known |= sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      fmt::print(stderr, "kopt: '{}' is not a kopt command: use one of {} (see `kopt --help`).\n",
+                 argv[1], names);
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
