@@ -6,6 +6,8 @@
 #   tests/scripts_test.sh cuobjdump                 scripts/cuobjdump_path finds a cuobjdump that prints SASS
 #   tests/scripts_test.sh python-registration BUILD the Python tests are registered even without a usable
 #                                                   Python (failing, with the reason), GPU ones one by one
+#   tests/scripts_test.sh readme BUILD              the README keeps its two set-up commands, says what works
+#                                                   without a GPU, and names only commands kopt has
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 tmp="$(mktemp -d)"
@@ -52,10 +54,28 @@ case "${1:-}" in
     for t in $(sed -n 's/^def \(test_[A-Za-z0-9_]*\)(.*/\1/p' "$root/python/tests/test_gpu.py"); do
       grep -q "python_gpu.$t\$" <<<"$listed" || fail "python/tests/test_gpu.py::$t is not a gpu ctest entry"
     done
-    ctest --test-dir "$build" -N -L cpu | grep -q "python_cpu.test_units$" || fail "python_cpu.test_units missing"
+    listed="$(ctest --test-dir "$build" -N -L cpu)"
+    grep -q "python_cpu.test_units$" <<<"$listed" || fail "python_cpu.test_units is not a cpu ctest entry"
+    ;;
+  readme)
+    build="${2:?usage: scripts_test.sh readme BUILD_DIR}"
+    readme="$root/README.md"
+    blocks="$(awk '/^## Set up and run/{on=1} /^## Everyday commands/{on=0} on && /^```$/{n++} END{print n}' "$readme")"
+    [ "$blocks" = 4 ] || fail "README's 'Set up and run' should hold exactly two command blocks, has $((blocks / 2))"
+    grep -qx 'scripts/setup && scripts/build && build/kopt bench tasks/' "$readme" || fail "the run command is gone"
+    grep -qx 'scripts/setup && scripts/test' "$readme" || fail "the test command is gone"
+    section="$(awk '/^### Without a GPU/{on=1; next} /^## /{on=0} on' "$readme")"
+    for can in "--device cpu" "kopt profile --replay" "kopt capture TASK --device" "kopt report"; do
+      grep -qF -- "$can" <<<"$section" || fail "README's 'Without a GPU' does not mention $can"
+    done
+    grep -qi "makes GPU kernels fast" "$readme" && fail "README promises optimization kopt does not do yet"
+    help="$("$build/kopt" --help)"
+    for sub in $(grep -o 'build/kopt [a-z]*' "$readme" | awk '{print $2}' | sort -u); do
+      grep -q "^  $sub " <<<"$help" || fail "README runs 'kopt $sub', which kopt --help does not list"
+    done
     ;;
   *)
-    fail "usage: scripts_test.sh no-tests|cuobjdump|python-registration BUILD_DIR"
+    fail "usage: scripts_test.sh no-tests|cuobjdump|python-registration|readme BUILD_DIR"
     ;;
 esac
 echo "ok"

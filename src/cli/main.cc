@@ -1,4 +1,4 @@
-// kopt: makes GPU kernels fast and proves it. main() only dispatches.
+// kopt: verifies, times and profiles GPU kernels. main() only dispatches.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -29,8 +29,9 @@ std::string ParseErrorSentence(const CLI::App& app, const CLI::ParseError& e) {
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "kopt makes GPU kernels fast and proves it: it verifies candidate kernels against a PyTorch reference,\n"
-      "times them honestly against eager PyTorch and torch.compile, and explains every number.",
+      "kopt verifies candidate GPU kernels against a PyTorch reference, times them against eager\n"
+      "PyTorch, torch.compile and the reference algorithm's roofline floor, and profiles them.\n"
+      "Without a GPU: eval/capture --device cpu, profile --replay, report.",
       "kopt"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "kopt 0.1.0");
