@@ -24,8 +24,17 @@ struct CommonOptions {
 };
 
 /// Adds --device, --cache, --arch, --python, --refresh, --no-sandbox, -v to
-/// a subcommand.
+/// a subcommand. --device and --python are checked as they are parsed.
 void AddCommonOptions(CLI::App* app, CommonOptions* options);
+
+/// Option checks whose failure is one sentence and exit status 2.
+/// A finite number above zero (seconds, budgets).
+CLI::Validator PositiveNumber();
+/// A valid ECMAScript regular expression (--filter).
+CLI::Validator ValidRegex();
+
+/// The Python the worker runs: --python, else $KOPT_PYTHON, else python3.
+std::string PythonFor(const CommonOptions& options);
 
 /// Adds the contract's overrides (--contract, --precision,
 /// --forbid-torch-ops, --allow-torch-ops, --second-shape) to a subcommand.

@@ -29,8 +29,12 @@ struct EvalArgs {
 std::string BuildLine(const EvalRecord& r) {
   if (!r.build) return "loaded by the worker (hybrid)";
   const BuildResult& b = *r.build;
-  std::string s = fmt::format("{} in {:.2f} s{}", b.ok ? "compiled" : "failed to compile", b.compile_s,
-                              b.cache_hit ? " (cached)" : "");
+  // "cached" only for a build an earlier process compiled; one this process
+  // compiled (in its prebuild, while the worker started) is "compiled".
+  std::string s = !b.ok ? fmt::format("failed to compile in {:.2f} s", b.compile_s)
+                  : b.cache_hit
+                      ? fmt::format("cached (compiled in {:.2f} s by an earlier run)", b.compile_s)
+                      : fmt::format("compiled in {:.2f} s", b.compile_s);
   for (const auto& k : b.resources)
     s += fmt::format("; {}: {} registers, {} B smem, {} B spilled", k.demangled.empty() ? k.kernel : k.demangled,
                      k.registers, k.smem_bytes, k.spill_store_bytes + k.spill_load_bytes);
@@ -93,7 +97,7 @@ void PrintRecord(const EvalRecord& r, const TaskBundle& bundle, const Contract& 
 }
 
 int RunEval(const EvalArgs& a) {
-  Task task = LoadTask(a.task);
+  Task task = LoadTask(a.task, PythonFor(a.common));
   Contract contract = ResolveContract(task, a.contract);
   std::vector<Candidate> cands;
   for (const auto& path : a.candidates) cands.push_back(LoadCandidate(path));
@@ -146,9 +150,13 @@ void AddEvalCommand(CLI::App* app, int* exit_code) {
       ->check(CLI::IsMember({"calibrated", "kernelbench"}));
   cmd->add_option("--seeds", args->seeds, "Input seeds for verification")->delimiter(',')->capture_default_str();
   cmd->add_flag("--compile", args->compile, "Also time torch.compile, interleaved");
-  cmd->add_option("--max-seconds", args->max_seconds, "Timing budget per contender")->capture_default_str();
-  cmd->add_option("--timeout", args->timeout_s, "Seconds verification may take before the candidate counts as hung")
-      ->capture_default_str();
+  cmd->add_option("--max-seconds", args->max_seconds, "Timing budget per contender")
+      ->capture_default_str()
+      ->check(PositiveNumber());
+  cmd->add_option("--timeout", args->timeout_s,
+                  "Seconds verification may take before the candidate counts as hung")
+      ->capture_default_str()
+      ->check(PositiveNumber());
   cmd->add_option("--timed-checks", args->timed_checks,
                   "Chance that each timed call is checked after the fact (default 0.05; 1 checks every one)")
       ->check(CLI::Range(0.0, 1.0));

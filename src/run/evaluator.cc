@@ -151,6 +151,8 @@ TaskBundle Evaluator::Bundle(const Task& task, bool baselines, bool compile) {
 
 std::optional<BuildResult> Evaluator::BuildCandidate(const Candidate& c) {
   if (c.kind != CandidateKind::kCuda) return std::nullopt;
+  // Prebuilt by this process: its own result (compiled, not cached).
+  if (auto it = prebuilt_.find(c.source); it != prebuilt_.end()) return it->second;
   return builder_->Build(BuildRequest{c.source, c.name, {}});
 }
 
@@ -178,7 +180,9 @@ void Evaluator::Prebuild(const std::vector<Candidate>& candidates) {
   std::vector<BuildRequest> requests;
   for (const auto& c : candidates)
     if (c.kind == CandidateKind::kCuda) requests.push_back({c.source, c.name, {}});
-  if (!requests.empty()) builder_->BuildAll(requests);
+  if (requests.empty()) return;
+  std::vector<BuildResult> results = builder_->BuildAll(requests);
+  for (size_t i = 0; i < requests.size(); ++i) prebuilt_[requests[i].source] = results[i];
 }
 
 Outcome Evaluator::FailureOutcome(const WorkerReply& r, const std::string& phase) {
@@ -254,9 +258,10 @@ EvalRecord Evaluator::Evaluate(const Task& task, const TaskBundle& bundle, const
   Prewarm();  // the workers start while nvcc runs
 
   rec.build = BuildCandidate(candidate);
-  // A prebuilt candidate is a cache hit here; its nvcc time still belongs to
-  // the path from source to verdict.
-  rec.build_s = rec.build && rec.build->cache_hit ? rec.build->compile_s : Since(t0);
+  // A prebuilt candidate's nvcc time still belongs to the path from source to
+  // verdict.
+  bool prebuilt = prebuilt_.count(candidate.source) > 0;
+  rec.build_s = rec.build && (rec.build->cache_hit || prebuilt) ? rec.build->compile_s : Since(t0);
   if (rec.build && !rec.build->ok) {
     rec.outcome = BuildFailed{rec.build->log};
     rec.source_to_verdict_s = rec.build_s;

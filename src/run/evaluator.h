@@ -67,6 +67,7 @@ class Evaluator : public Runner {
   WorkerChannel* worker_;
   WorkerChannel* clean_;
   EvaluatorConfig config_;
+  std::map<std::string, BuildResult> prebuilt_;  ///< by source: what Prebuild compiled or found
   std::optional<DeviceInfo> device_;
   Json sandbox_report_;
   std::optional<Ceilings> ceilings_;
