@@ -225,7 +225,6 @@ int RunOptimize(const OptimizeArgs& a) {
   Context ctx;
   std::unique_ptr<Runner> replay;
   Runner* runner = nullptr;
-  Builder* builder = nullptr;
   if (!a.replay.empty()) {
     ReplayData d;
     if (fs::exists(a.replay)) {
@@ -243,12 +242,11 @@ int RunOptimize(const OptimizeArgs& a) {
     ctx.evaluator->Prewarm();
     o.arch = ctx.arch;
     runner = ctx.evaluator.get();
-    builder = ctx.builder.get();
   }
   ProgressDisplay display(stderr, IsTerminal(stderr));
   runner->on_progress = [&](const std::string& line) { display.Note(line); };
 
-  Tuner tuner(runner, builder, store.get(), o);
+  Tuner tuner(runner, store.get(), o);
   tuner.on_progress = [&](const TaskProgress& p) { display.Update(p); };
   tuner.on_log = [&](const std::string& line) { display.Note(line); };
   g_tuner.store(&tuner);

@@ -144,7 +144,7 @@ TEST(Loop, TheTunerFindsTheBestConfigurationAndRecordsEveryStep) {
   CountingRunner runner(MakeReplayRunner(KernelReplay("synthetic")));
   LoopOptions o = TuneOptions(dir, "candidates=14");
   o.out = dir / "out";
-  Tuner tuner(&runner, nullptr, store.get(), o);
+  Tuner tuner(&runner, store.get(), o);
   int events = 0, bests = 0;
   std::vector<std::string> stages;
   tuner.on_measurement.push_back([&](const NodeEvent& e) {
@@ -206,7 +206,7 @@ TEST(Loop, AFailingRootEndsTheTaskWithItsReason) {
   d.records[ContentHash({kKernel})].outcome = Incorrect{{"output 0 has 12 element(s) the candidate never wrote"}};
   auto runner = MakeReplayRunner(d);
   auto store = MakeMemoryRunStore();
-  Tuner tuner(runner.get(), nullptr, store.get(), TuneOptions(dir, "20"));
+  Tuner tuner(runner.get(), store.get(), TuneOptions(dir, "20"));
   LoopResult r = tuner.Run({KernelTask(dir)});
   EXPECT_EQ(r.status, RunStatus::kFailed);
   EXPECT_EQ(r.tasks[0].status, TaskStatus::kFailed);
@@ -241,7 +241,7 @@ TEST(Loop, ASweepOfTheReplayProposerRanksAFolder) {
   o.search = "sweep";
   o.finalists = 0;
   o.scratch = dir / "scratch";
-  Tuner tuner(&runner, nullptr, store.get(), o);
+  Tuner tuner(&runner, store.get(), o);
   LoopTask t;
   t.task.path = dir / "relu.py";
   t.task.name = "relu";
@@ -268,7 +268,7 @@ TEST(Loop, ResumeContinuesWithNothingMeasuredTwice) {
   o.finalists = 0;
   std::string run_id;
   {
-    Tuner tuner(&first, nullptr, store.get(), o);
+    Tuner tuner(&first, store.get(), o);
     LoopResult r = tuner.Run({KernelTask(dir)});
     EXPECT_EQ(r.status, RunStatus::kBudgetSpent);
     EXPECT_EQ(first.total, 6);
@@ -276,7 +276,7 @@ TEST(Loop, ResumeContinuesWithNothingMeasuredTwice) {
   }
   size_t nodes_before = store->ListNodes(run_id, 0).size();
   CountingRunner second(MakeReplayRunner(KernelReplay("synthetic")));
-  Tuner tuner(&second, nullptr, store.get(), o);
+  Tuner tuner(&second, store.get(), o);
   LoopResult r = tuner.Resume(run_id.substr(0, 13) /* a prefix works */, ParseBudget("candidates=14"));
   EXPECT_EQ(r.run_id, run_id);
   EXPECT_EQ(r.spent.candidates, 14);
@@ -300,7 +300,7 @@ TEST(Loop, KilledAtRandomPointsTheRunResumesToCompletion) {
     if (pid == 0) {
       auto store = MakeSqliteRunStore(db);
       CountingRunner runner(MakeReplayRunner(KernelReplay("synthetic")), 30, log);
-      Tuner tuner(&runner, nullptr, store.get(), o);
+      Tuner tuner(&runner, store.get(), o);
       tuner.Run({KernelTask(dir)});
       _exit(0);
     }
@@ -315,7 +315,7 @@ TEST(Loop, KilledAtRandomPointsTheRunResumesToCompletion) {
     std::set<int> before;
     for (const auto& oc : store->ListOutcomes(run_id, 0)) before.insert(oc.node);
     CountingRunner runner(MakeReplayRunner(KernelReplay("synthetic")));
-    Tuner tuner(&runner, nullptr, store.get(), o);
+    Tuner tuner(&runner, store.get(), o);
     LoopResult r = tuner.Resume(run_id);
     EXPECT_EQ(r.status, RunStatus::kBudgetSpent) << r.note;
     EXPECT_EQ(r.spent.candidates, 16) << "round " << round;

@@ -164,14 +164,14 @@ struct Tuner::TaskState {
     std::optional<EvalRecord> record;  ///< once evaluated
     std::optional<double> objective;
     std::vector<std::string> child_moves;
-    std::shared_future<BuildResult> build;
+    std::shared_future<void> build;  ///< compiling ahead on the CPU pool
   };
   std::vector<Node> nodes;
   TaskProgress progress;
 };
 
-Tuner::Tuner(Runner* runner, Builder* builder, RunStore* store, LoopOptions options)
-    : runner_(runner), builder_(builder), store_(store), options_(std::move(options)) {
+Tuner::Tuner(Runner* runner, RunStore* store, LoopOptions options)
+    : runner_(runner), store_(store), options_(std::move(options)) {
   options_.search_options.seed = options_.seed;
 }
 
@@ -412,10 +412,10 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
   // search and callbacks hear about it.
   int best = -1;
   auto start_build = [&](TaskState::Node& n) {
-    if (!builder_ || n.proposal.candidate.kind != CandidateKind::kCuda || n.proposal.candidate.source.empty()) return;
-    Builder* b = builder_;
-    BuildRequest req{n.proposal.candidate.source, n.proposal.candidate.name, {}};
-    n.build = std::async(std::launch::async, [b, req] { return b->Build(req); }).share();
+    if (n.proposal.candidate.kind != CandidateKind::kCuda || n.proposal.candidate.source.empty()) return;
+    Runner* r = runner_;
+    Candidate c = n.proposal.candidate;
+    n.build = std::async(std::launch::async, [r, c] { r->Prebuild({c}); }).share();
   };
   auto evaluate = [&](int id) -> std::optional<double> {
     TaskState::Node& n = nodes[id];
@@ -501,7 +501,7 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
     std::optional<Proposal> rp = proposer->Root();
     if (rp) {
       root.proposal = *rp;
-    } else if (options_.measure_reference_root || options_.objective != Objective::kTime || !bundle.eager_ms) {
+    } else if (options_.measure_reference_root || options_.objective != Objective::kTime) {
       fs::path dir = options_.scratch.empty() ? fs::temp_directory_path() / "kopt-loop" : options_.scratch;
       fs::create_directories(dir);
       root.proposal.candidate.kind = CandidateKind::kHybrid;
@@ -537,7 +537,7 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
   TaskState::Node& root = nodes[0];
   progress("measuring the root");
   if (!root.objective) {
-    if (root.virtual_root) {
+    if (root.virtual_root && bundle.eager_ms) {
       Measured m;
       m.time_ms = *bundle.eager_ms;
       m.clean_eager_ms = bundle.eager_ms;
@@ -547,6 +547,10 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
       orec.evaluation = Json{{"virtual_root", true}};
       store_->RecordOutcome(orec, budget->Spent());
       root.objective = m.time_ms.median;
+    } else if (root.virtual_root) {
+      // No baseline was timed (kopt eval): the root stands for the reference
+      // unmeasured; a sweep ranks its children by their own times.
+      root.objective = 1.0;
     } else {
       start_build(root);
       std::optional<double> v = evaluate(0);

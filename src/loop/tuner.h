@@ -135,9 +135,9 @@ struct LoopResult {
 
 class Tuner {
  public:
-  /// `builder` may be null (a replay runner builds nothing). The store
-  /// records everything; pass a memory store when nothing should persist.
-  Tuner(Runner* runner, Builder* builder, RunStore* store, LoopOptions options);
+  /// The store records everything; pass a memory store when nothing should
+  /// persist. Candidates are compiled ahead through runner->Prebuild.
+  Tuner(Runner* runner, RunStore* store, LoopOptions options);
 
   /// Called after each measurement, in order.
   std::vector<std::function<void(const NodeEvent&)>> on_measurement;
@@ -165,7 +165,6 @@ class Tuner {
   void Log(const std::string& line);
 
   Runner* runner_;
-  Builder* builder_;
   RunStore* store_;
   LoopOptions options_;
   std::atomic<bool> stop_{false};

@@ -152,7 +152,10 @@ TaskBundle Evaluator::Bundle(const Task& task, bool baselines, bool compile) {
 std::optional<BuildResult> Evaluator::BuildCandidate(const Candidate& c) {
   if (c.kind != CandidateKind::kCuda) return std::nullopt;
   // Prebuilt by this process: its own result (compiled, not cached).
-  if (auto it = prebuilt_.find(c.source); it != prebuilt_.end()) return it->second;
+  {
+    std::lock_guard<std::mutex> lock(prebuilt_mu_);
+    if (auto it = prebuilt_.find(c.source); it != prebuilt_.end()) return it->second;
+  }
   return builder_->Build(BuildRequest{c.source, c.name, {}});
 }
 
@@ -182,6 +185,7 @@ void Evaluator::Prebuild(const std::vector<Candidate>& candidates) {
     if (c.kind == CandidateKind::kCuda) requests.push_back({c.source, c.name, {}});
   if (requests.empty()) return;
   std::vector<BuildResult> results = builder_->BuildAll(requests);
+  std::lock_guard<std::mutex> lock(prebuilt_mu_);
   for (size_t i = 0; i < requests.size(); ++i) prebuilt_[requests[i].source] = results[i];
 }
 
@@ -260,7 +264,11 @@ EvalRecord Evaluator::Evaluate(const Task& task, const TaskBundle& bundle, const
   rec.build = BuildCandidate(candidate);
   // A prebuilt candidate's nvcc time still belongs to the path from source to
   // verdict.
-  bool prebuilt = prebuilt_.count(candidate.source) > 0;
+  bool prebuilt = false;
+  {
+    std::lock_guard<std::mutex> lock(prebuilt_mu_);
+    prebuilt = prebuilt_.count(candidate.source) > 0;
+  }
   rec.build_s = rec.build && (rec.build->cache_hit || prebuilt) ? rec.build->compile_s : Since(t0);
   if (rec.build && !rec.build->ok) {
     rec.outcome = BuildFailed{rec.build->log};

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,6 +68,7 @@ class Evaluator : public Runner {
   WorkerChannel* worker_;
   WorkerChannel* clean_;
   EvaluatorConfig config_;
+  std::mutex prebuilt_mu_;  ///< Prebuild may run on the loop's compile thread
   std::map<std::string, BuildResult> prebuilt_;  ///< by source: what Prebuild compiled or found
   std::optional<DeviceInfo> device_;
   Json sandbox_report_;
