@@ -137,6 +137,13 @@ def test_hybrid_export_passes_kernelbench_on_cpu(task, hybrid, tmp_path, cache):
         assert any("tuple output" in n for n in verdict["notes"])
 
 
+def test_loader_reports_parameters_created_differently(tmp_path, cache):
+    verdict, p = kb_eval(data("t_linear.py"), data("h_linear_reordered.py"), cache, tmp_path)
+    assert verdict["compiled"] and not verdict["correct"], verdict
+    assert not verdict["params_match"] and not verdict["param_names_match"]
+    assert p.returncode == 1
+
+
 @needs_nvcc
 def test_hybrid_with_kopt_load_cuda_runs_without_kopt(tmp_path, cache):
     new = export(data("t_linear.py"), data("h_loadcuda.py"), tmp_path / "out")
@@ -322,8 +329,9 @@ def test_reference_call_restores_random_state_and_buffers(tmp_path, monkeypatch)
     monkeypatch.setenv("KOPT_EXPORT_SHAPES", "reference")
     drop = import_file(export(data("t_dropout.py"), data("noop.cu"), tmp_path / "a"))
     model = seeded(drop.ModelNew, [])
+    x = torch.randn(6, 10)
     state = torch.get_rng_state()
-    assert drop.kopt_output_specs(model, torch.randn(6, 10))[2] == "reference"
+    assert drop.kopt_output_specs(model, x)[2] == "reference"
     assert torch.equal(state, torch.get_rng_state())
 
     conv = import_file(export(data("t_conv_bn.py"), data("noop.cu"), tmp_path / "b"))

@@ -23,30 +23,33 @@ struct ExportArgs {
   std::string provenance;
 };
 
-// --provenance takes JSON text or a JSON file.
+// --provenance takes a JSON file or JSON text.
 Json ReadProvenance(const std::string& arg) {
   if (arg.empty()) return nullptr;
   Json j;
-  if (arg.find_first_not_of(" \t\n") != std::string::npos &&
-      arg[arg.find_first_not_of(" \t\n")] == '{') {
+  if (std::filesystem::is_regular_file(arg)) {
+    j = ReadJsonFile(arg);
+  } else {
     try {
       j = Json::parse(arg);
     } catch (const Json::parse_error& e) {
-      throw Error(fmt::format(
-          "--provenance is not valid JSON ({}): give a JSON object or a file holding one.",
-          e.what()));
+      throw Error(
+          fmt::format("--provenance is neither a file nor valid JSON ({}): give a JSON object or a "
+                      "file holding one.",
+                      e.what()));
     }
-  } else {
-    j = ReadJsonFile(arg);
   }
   if (!j.is_object())
     throw Error(
-        "--provenance must be a JSON object, such as {\"run\": \"...\", \"speedup_vs_eager\": "
+        "--provenance must be a JSON object, such as {\"run\": \"r1\", \"speedup_vs_eager\": "
         "2.1}.");
   return j;
 }
 
 int RunExport(const ExportArgs& a) {
+  if (!a.run.empty() && std::filesystem::path(a.run).extension() == ".py")
+    throw Error("kopt export takes the task as an option: kopt export --task " + a.run +
+                " --candidate FILE.");
   if (!a.run.empty())
     throw Error(
         "kopt export RUN is not wired to the run store yet: export one candidate with --task "

@@ -317,7 +317,7 @@ std::string ValueText(const Json& v) {
   return v.dump();
 }
 
-// "key: value" lines of the provenance object, in its order.
+// "key: value" lines of the provenance object (keys sorted).
 std::vector<std::string> ProvenanceLines(const Json& provenance) {
   std::vector<std::string> out;
   if (!provenance.is_object()) return out;
@@ -333,9 +333,10 @@ std::vector<std::string> ProvenanceLines(const Json& provenance) {
 std::string DataBlock(const ExportRequest& r, const std::string& name) {
   return fmt::format(
       "_KOPT_NAME = {}\n"
-      "_KOPT_ARCH = {}  # the arch kopt compiled and verified the kernel for\n"
-      "_KOPT_RECIPE = {}  # nvcc flags (kopt's Builder recipe); -I<dir of kopt/abi.h> and -o/-c "
-      "follow\n"
+      "_KOPT_ARCH = {}  # the architecture the recipe targets\n"
+      "# nvcc flags: kopt's Builder recipe (the loader adds -I<folder of kopt/abi.h>\n"
+      "# -o candidate.so candidate.cu)\n"
+      "_KOPT_RECIPE = {}\n"
       "_KOPT_ABI_H = {}\n",
       PythonStringLiteral(name), PythonStringLiteral(r.arch), PythonList(r.recipe),
       PythonStringLiteral(r.abi_header));
@@ -385,9 +386,10 @@ std::string HybridModelNew(const ExportRequest& r, const std::string& name,
       "# Its `import kopt` now binds the loader below (kopt's load_cuda with the nvcc recipe kopt\n"
       "# verified with), so kopt itself is not needed. The candidate follows after it, unchanged\n"
       "# but for those imports.\n";
-  block += DataBlock(r, name) + "\n\n";
+  block += "\n" + DataBlock(r, name) + "\n\n";
   block += export_templates::kRuntimePy;
-  block += "\n# " + std::string(75, '=') + "\n# The candidate, as kopt verified it.\n";
+  block +=
+      "\n# " + std::string(75, '=') + "\n# The candidate, unchanged but for its kopt imports.\n";
   std::string out;
   for (size_t i = 0; i < at; ++i) out += lines[i] + "\n";
   out += block;
