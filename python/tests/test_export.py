@@ -313,6 +313,59 @@ def test_cuda_export_under_kernelbench_on_cpu_is_a_clear_runtime_error(cuda_expo
     assert "torch sees no CUDA device" in verdict["error"], verdict
 
 
+def host_kernel(tmp_path, flag):
+    """host_kernels.c built for the CPU: a stand-in for the GPU kernel."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    so = tmp_path / f"{flag}.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", f"-D{flag}", f"-I{os.path.join(REPO, 'include')}",
+                    data("host_kernels.c"), "-o", str(so)], check=True)
+    return str(so)
+
+
+def on_host(module, so):
+    """Drives the exported forward path with a host-memory kernel instead of the GPU one."""
+    module._kopt_runtime.require_cuda = False
+    module._kopt_kernel = module._kopt_runtime.load_so(so)
+    return module._kopt_kernel
+
+
+def test_forward_path_passes_scalars_and_fills_outputs(tmp_path):
+    m = import_file(export(data("t_scalars.py"), data("noop.cu"), tmp_path / "a"))
+    on_host(m, host_kernel(tmp_path, "HOST_SCALARS"))
+    ref, new = m.Model(), m.ModelNew()
+    x = torch.randn(4, 8)
+    for args in [(x, 0.5, 3, True), (x, -1.25, 0, False), (torch.randn(3, 5), 2.0, -4, True), (x.t(), 0.5, 3, True),
+                 (x, 0.5, 3, True)]:
+        got = new(*args)
+        assert got.shape == ref(*args).shape and got.is_contiguous()
+        assert torch.allclose(got, ref(*args), atol=1e-6), args[1:]
+    assert new(x, alpha=0.5, shift=1, negate=False).sub(ref(x, 0.5, 1, False)).abs().max() < 1e-6
+
+
+def test_forward_path_passes_parameters_and_reruns_init_when_they_change(tmp_path):
+    m = import_file(export(data("t_linear.py"), data("noop.cu"), tmp_path / "a"))
+    kernel = on_host(m, host_kernel(tmp_path, "HOST_LINEAR"))
+    init_calls = kernel._lib.init_calls
+    init = [32, 48, 0.5]
+    ref, new = seeded(m.Model, init), seeded(m.ModelNew, init)
+    x = torch.randn(8, 32)
+    assert torch.allclose(new(x), ref(x), atol=1e-5)
+    assert init_calls() == 1
+    assert torch.allclose(new(x + 1), ref(x + 1), atol=1e-5)  # same signature: only pointers change
+    assert init_calls() == 1
+    with torch.no_grad():  # an in-place update: kopt_init's copy of the bias is stale
+        new.linear.bias.add_(1.0)
+        ref.linear.bias.add_(1.0)
+    assert torch.allclose(new(x), ref(x), atol=1e-5)
+    assert init_calls() == 2
+    other = seeded(m.ModelNew, init)  # another model using the same kernel
+    assert torch.allclose(other(x), seeded(m.Model, init)(x), atol=1e-5)
+    assert torch.allclose(new(x), ref(x), atol=1e-5)
+    assert init_calls() == 4
+
+
 def test_output_shapes_fall_back_to_one_reference_call(tmp_path):
     new = import_file(export(data("t_meta_fails.py"), data("noop.cu"), tmp_path / "a"))
     model = seeded(new.ModelNew, [])

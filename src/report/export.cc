@@ -435,7 +435,7 @@ std::string Readme(const ExportRequest& r, const std::string& name, const Export
         "  `~/.cache/kopt-export`) and calls it on torch's current CUDA stream.\n",
         files.modelnew.filename().string());
   } else {
-    s += fmt::format("- `{}` — the KernelBench `ModelNew` file kopt verified{}.\n",
+    s += fmt::format("- `{}` — the candidate's KernelBench `ModelNew` file{}.\n",
                      files.modelnew.filename().string(),
                      files.embedded_loader
                          ? ", with its `import kopt` bound to an embedded loader (the same "
@@ -458,11 +458,15 @@ std::string Readme(const ExportRequest& r, const std::string& name, const Export
                                     : "");
   if (cuda || files.embedded_loader) {
     s += fmt::format(
-        "The kernel is compiled for `{0}`, the architecture kopt verified it on. On another GPU "
-        "set\n"
-        "`KOPT_EXPORT_ARCH=sm_XX` to compile it for that one (kopt did not verify that build).\n"
-        "`KOPT_EXPORT_CACHE` moves the cache folder; deleting it is always safe.\n\n",
-        r.arch);
+        "The kernel is compiled for `{}`{}. On another GPU set `KOPT_EXPORT_ARCH=sm_XX`\n", r.arch,
+        prov.empty() ? "" : ", the architecture kopt verified it on");
+    s += "to compile it for that one (kopt did not verify that build). `KOPT_EXPORT_CACHE` moves\n"
+         "the cache folder; deleting it is always safe.\n\n";
+  }
+  if (files.embedded_loader) {
+    s += "`load_cuda` compiles each CUDA source with kopt's recipe:\n\n";
+    s += fmt::format(
+        "```\nnvcc{} -I<folder holding kopt/abi.h> -o candidate.so candidate.cu\n```\n", recipe);
   }
   if (cuda) {
     s += "From C or C++: build the shared object with the same recipe\n\n";

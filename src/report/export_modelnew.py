@@ -10,6 +10,7 @@
 # fails, from one real Model.forward call (random state and buffers restored).
 # Set KOPT_EXPORT_SHAPES=reference to always use the real call.
 
+import contextlib as _kopt_contextlib
 import os as _kopt_os
 
 import torch as _kopt_torch
@@ -33,15 +34,22 @@ def _kopt_load():
 
 
 class _KoptState:
-    """Per-ModelNew caches: output specs by input signature, scalar tensors."""
+    """Per-ModelNew caches: output specs by input signature, scalar tensors,
+    and the kopt_tensor arrays of the last call (refilled only where they change)."""
 
     def __init__(self):
         self.specs = {}
         self.scalars = {}
         self.how = {}  # signature -> "meta" or "reference", for tests and curiosity
+        self.in_arr = None
+        self.in_key = None  # the weights' (data_ptr, version) and the input count in_arr describes
+        self.out_arrs = {}  # signature -> kopt_tensor array of that signature's outputs
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo):  # caches describe this object's tensors only
         return _KoptState()
+
+    def __reduce__(self):
+        return (_KoptState, ())
 
 
 def _kopt_state(model):
@@ -148,9 +156,7 @@ def _kopt_poison_answers(outputs, inputs):
                 o.fill_(_kopt_torch.iinfo(o.dtype).min)
 
 
-def kopt_output_specs(model, *args):
-    """[(shape, dtype)] of Model.forward's outputs for these inputs, the output
-    structure, and how they were found ("meta" or "reference"); cached."""
+def _kopt_specs(model, args):
     state = _kopt_state(model)
     key = _kopt_signature(model, args)
     if key not in state.specs:
@@ -165,11 +171,17 @@ def kopt_output_specs(model, *args):
         leaves = []
         template = _kopt_flatten(out, leaves)
         state.specs[key] = ([(tuple(o.shape), o.dtype) for o in leaves], template)
+        state.how[key] = how
         if how == "reference":
             _kopt_poison_answers(leaves, list(args) + list(model.parameters()) + list(model.buffers()))
-        state.how[key] = how
-    specs, template = state.specs[key]
-    return specs, template, state.how[key]
+    return key, state.specs[key]
+
+
+def kopt_output_specs(model, *args):
+    """[(shape, dtype)] of Model.forward's outputs for these inputs, the output
+    structure, and how they were found ("meta" or "reference"); cached."""
+    key, (specs, template) = _kopt_specs(model, args)
+    return specs, template, _kopt_state(model).how[key]
 
 
 def kopt_abi_inputs(model, *args):
@@ -200,27 +212,39 @@ def kopt_abi_inputs(model, *args):
 
 
 def _kopt_forward(model, args):
-    if not _kopt_torch.cuda.is_available():
+    cuda = _kopt_runtime.require_cuda
+    if cuda and not _kopt_torch.cuda.is_available():
         raise _kopt_runtime.KoptExportError(f"{_KOPT_NAME} runs a CUDA kernel, but torch sees no CUDA device.")
     kernel = _kopt_load()
-    specs, template, _ = kopt_output_specs(model, *args)
+    key, (specs, template) = _kopt_specs(model, args)
     ins, device = kopt_abi_inputs(model, *args)
-    if device.type != "cuda":
+    if cuda and device.type != "cuda":
         raise _kopt_runtime.KoptExportError(f"{_KOPT_NAME} runs a CUDA kernel but its inputs are on {device}: "
                                             "move the model and its inputs to a GPU (model.cuda()).")
+    state = _kopt_state(model)
     n_args = len(args)
-    with _kopt_torch.cuda.device(device):
+    weights_key = (len(ins), tuple((t.data_ptr(), t._version) for t in ins[n_args:]))
+    with _kopt_torch.cuda.device(device) if device.type == "cuda" else _kopt_contextlib.nullcontext():
+        stream = _kopt_runtime.stream_of(ins[:1])
+        if state.in_key != weights_key:
+            state.in_arr = _kopt_runtime.tensor_array(ins)
+            state.in_key = weights_key
+        else:
+            for i in range(n_args):
+                _kopt_runtime.fill_tensor(state.in_arr[i], ins[i])
+        in_arr = state.in_arr
+        if kernel.has_init and kernel.init_key != (id(model), weights_key):
+            # kopt_init may keep state derived from the parameters: run it again when
+            # they change, or when another ModelNew uses the kernel.
+            kernel.run_init(ins, in_arr, stream)
+            kernel.init_key = (id(model), weights_key)
         outs = [_kopt_torch.empty(s, dtype=d, device=device) for s, d in specs]
-        in_arr = _kopt_runtime.tensor_array(ins)
-        out_arr = _kopt_runtime.tensor_array(outs)
-        stream = _kopt_runtime.stream_of(ins[:1] or outs)
-        if kernel.has_init:
-            # kopt_init may keep state derived from the parameters: run it again
-            # when they (or the model using this kernel) change.
-            init_key = tuple((t.data_ptr(), t._version) for t in ins[n_args:])
-            if kernel.init_key != init_key:
-                kernel.run_init(ins, in_arr, stream)
-                kernel.init_key = init_key
+        out_arr = state.out_arrs.get(key)
+        if out_arr is None:  # shapes and dtypes are fixed per signature: only pointers change
+            out_arr = state.out_arrs[key] = _kopt_runtime.tensor_array(outs)
+        else:
+            for slot, o in zip(out_arr, outs):
+                slot.data = o.data_ptr() or None
         rc = kernel.call_arrays(in_arr, len(ins), out_arr, len(outs), stream)
         if rc != 0:
             _kopt_runtime.raise_for_code("kopt_forward", rc)

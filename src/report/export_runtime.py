@@ -30,6 +30,9 @@ def _kopt_make_runtime(recipe, arch, abi_header):
     rt.ARCH = arch
     rt.KOPT_MAX_DIMS = 8
     rt.NVCC_TIMEOUT_S = 600
+    # Kernels take CUDA tensors. Tests set this False to drive a host-memory
+    # stand-in for the kernel through the same code on a machine without a GPU.
+    rt.require_cuda = True
 
     class KoptExportError(RuntimeError):
         """Base of the errors the embedded loader raises."""
@@ -78,32 +81,37 @@ def _kopt_make_runtime(recipe, arch, abi_header):
         except KeyError:
             raise TypeError(f"dtype {dtype} has no kopt_dtype code") from None
 
-    def fill(slot, t):
-        if not t.is_cuda:
+    zeros = (0,) * 8
+
+    def fill_tensor(slot, t):
+        """Describes CUDA tensor `t` in the kopt_tensor `slot`."""
+        if rt.require_cuda and not t.is_cuda:
             raise KoptExportError(f"the kernel needs CUDA tensors but got one on {t.device}: move the model "
                                   "and its inputs to a GPU (model.cuda()).")
-        if t.dim() > 8:
-            raise ValueError(f"tensor has {t.dim()} dims; the kopt ABI allows 8")
+        n = t.dim()
+        if n > 8:
+            raise ValueError(f"tensor has {n} dims; the kopt ABI allows 8")
         slot.data = t.data_ptr() or None
         slot.dtype = dtype_code(t.dtype)
-        slot.ndim = t.dim()
-        shape, strides = t.shape, t.stride()
-        for i in range(8):
-            slot.shape[i] = shape[i] if i < len(shape) else 0
-            slot.strides[i] = strides[i] if i < len(shape) else 0
+        slot.ndim = n
+        slot.shape[:] = tuple(t.shape) + zeros[n:]
+        slot.strides[:] = t.stride() + zeros[n:]
 
     def tensor_array(tensors):
         arr = (KoptTensor * max(len(tensors), 1))()
         for i, t in enumerate(tensors):
-            fill(arr[i], t)
+            fill_tensor(arr[i], t)
         return arr
 
     def stream_of(tensors):
+        """torch's current stream on the first CUDA tensor's device (else the current device)."""
         import torch
 
         for t in tensors:
             if t.is_cuda:
                 return ctypes.c_void_p(torch.cuda.current_stream(t.device).cuda_stream)
+        if not rt.require_cuda:
+            return ctypes.c_void_p(None)
         return ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
 
     cuda_errors = {1: "cudaErrorInvalidValue", 2: "cudaErrorMemoryAllocation",
@@ -324,7 +332,7 @@ def _kopt_make_runtime(recipe, arch, abi_header):
         return CudaModule(path)
 
     for obj in (KoptExportError, CompileError, LoadError, CandidateError, KoptTensor, CudaModule, dtype_code,
-                tensor_array, stream_of, raise_for_code, find_nvcc, cache_dir, target_arch, recipe_for, runs_on,
+                fill_tensor, tensor_array, stream_of, raise_for_code, find_nvcc, cache_dir, target_arch, recipe_for, runs_on,
                 build, load_so, load_cuda):
         setattr(rt, obj.__name__, obj)
     return rt
