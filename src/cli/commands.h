@@ -12,5 +12,6 @@ void AddBenchCommand(CLI::App* app, int* exit_code);
 void AddProfileCommand(CLI::App* app, int* exit_code);
 void AddReportCommand(CLI::App* app, int* exit_code);
 void AddOptimizeCommand(CLI::App* app, int* exit_code);
+void AddExportCommand(CLI::App* app, int* exit_code);
 
 }  // namespace kopt

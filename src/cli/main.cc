@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   kopt::AddBenchCommand(&app, &exit_code);
   kopt::AddProfileCommand(&app, &exit_code);
   kopt::AddReportCommand(&app, &exit_code);
+  kopt::AddExportCommand(&app, &exit_code);
   app.footer(
       "\nExamples:\n"
       "  kopt bench tasks/                                   run the suite: baselines, floors, solutions\n"
