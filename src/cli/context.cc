@@ -123,6 +123,12 @@ void AddContractOptions(CLI::App* app, ContractOverrides* o) {
       ->delimiter(',');
 }
 
+std::filesystem::path RunStorePath(const CommonOptions& o, const std::string& store_flag) {
+  if (!store_flag.empty()) return store_flag;
+  if (const char* p = std::getenv("KOPT_RUNS"); p && *p) return p;
+  return (o.cache_dir.empty() ? DefaultCacheDir() : std::filesystem::path(o.cache_dir)) / "runs.db";
+}
+
 bool WantsGpuButNoneVisible(const CommonOptions& o) {
   return o.device.rfind("cuda", 0) == 0 && !HaveCudaDevice();
 }

@@ -53,6 +53,10 @@ struct Context {
 
 Context MakeContext(const CommonOptions& options);
 
+/// The run store `kopt optimize` writes and runs/show/report/export read:
+/// --store when given, else $KOPT_RUNS, else <cache>/runs.db.
+std::filesystem::path RunStorePath(const CommonOptions& options, const std::string& store_flag);
+
 /// True when the command targets a CUDA device but none is visible.
 bool WantsGpuButNoneVisible(const CommonOptions& options);
 

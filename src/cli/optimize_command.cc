@@ -54,12 +54,6 @@ void OnInterrupt(int) {
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process
 }
 
-fs::path StorePath(const OptimizeArgs& a, const fs::path& cache) {
-  if (!a.store.empty()) return a.store;
-  if (const char* p = std::getenv("KOPT_RUNS"); p && *p) return p;
-  return cache / "runs.db";
-}
-
 std::vector<Task> ExpandTasks(const std::vector<std::string>& args, const fs::path& root) {
   std::vector<Task> out;
   std::vector<std::string> list = args;
@@ -191,7 +185,7 @@ Json ResultJson(const LoopResult& r) {
 
 int RunOptimize(const OptimizeArgs& a) {
   fs::path cache = a.common.cache_dir.empty() ? DefaultCacheDir() : fs::path(a.common.cache_dir);
-  fs::path store_path = StorePath(a, cache);
+  fs::path store_path = RunStorePath(a.common, a.store);
   std::vector<Task> tasks;
   if (a.resume.empty()) tasks = ExpandTasks(a.tasks, FindRepoRoot());
   if (!a.from.empty() && tasks.size() > 1)

@@ -317,7 +317,8 @@ TaskBundle BundleFromJson(const Json& j) {
   if (j.contains("eager_ms")) b.eager_ms = SampleSummaryFromJson(j["eager_ms"]);
   if (j.contains("compile_ms")) b.compile_ms = SampleSummaryFromJson(j["compile_ms"]);
   b.compile_error = j.value("compile_error", "");
-  for (const auto& [name, d] : j.value("distributions", Json::object()).items()) {
+  const Json dists = j.value("distributions", Json::object());  // a named copy: items() must not outlive it
+  for (const auto& [name, d] : dists.items()) {
     DistributionFacts f;
     f.about = d.value("about", "");
     f.finite = d.value("finite", false);
