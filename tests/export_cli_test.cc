@@ -84,7 +84,7 @@ TEST(ExportCli, MistakesAreOneSentenceAndStatus2) {
             "neither a file nor valid JSON"},
            {{"export", "--task", relu}, "needs --task TASK.py and --candidate FILE"},
            {{"export", relu, "--candidate", cu}, "takes the task as an option"},
-           {{"export", "runs/r1"}, "not wired to the run store yet"},
+           {{"export", "r1", "--store", (dir / "no-such-store.db").string()}, "there is no run store at"},
        }) {
     ProcessResult r = Kopt(args);
     EXPECT_EQ(r.exit_code, 2) << words << ": " << r.out << r.err;

@@ -62,13 +62,13 @@ case "${1:-}" in
     readme="$root/README.md"
     blocks="$(awk '/^## Set up and run/{on=1} /^## Everyday commands/{on=0} on && /^```$/{n++} END{print n}' "$readme")"
     [ "$blocks" = 4 ] || fail "README's 'Set up and run' should hold exactly two command blocks, has $((blocks / 2))"
-    grep -qx 'scripts/setup && scripts/build && build/kopt bench tasks/' "$readme" || fail "the run command is gone"
+    grep -qx 'scripts/setup && scripts/build && build/kopt optimize' "$readme" || fail "the run command (the main job) is gone"
     grep -qx 'scripts/setup && scripts/test' "$readme" || fail "the test command is gone"
     section="$(awk '/^### Without a GPU/{on=1; next} /^## /{on=0} on' "$readme")"
-    for can in "--device cpu" "kopt profile --replay" "kopt capture TASK --device" "kopt report"; do
+    for can in "--device cpu" "kopt profile --replay" "kopt capture TASK --device" "kopt report" "--replay"; do
       grep -qF -- "$can" <<<"$section" || fail "README's 'Without a GPU' does not mention $can"
     done
-    grep -qi "makes GPU kernels fast" "$readme" && fail "README promises optimization kopt does not do yet"
+    grep -qi "writes kernels from scratch\|writes new kernels" "$readme" && fail "README promises proposers kopt does not have yet"
     help="$("$build/kopt" --help)"
     for sub in $(grep -o 'build/kopt [a-z]*' "$readme" | awk '{print $2}' | sort -u); do
       grep -q "^  $sub " <<<"$help" || fail "README runs 'kopt $sub', which kopt --help does not list"

@@ -5,6 +5,8 @@
 
 #include "cli/commands.h"
 #include "cli/context.h"
+#include "loop/tuner.h"
+#include "store/run_store.h"
 #include "core/error.h"
 #include "report/bench_report.h"
 #include "report/html_report.h"
@@ -194,8 +196,6 @@ int RunBench(const BenchArgs& a) {
   PrintProgress(fmt::format("{} tasks, {} solutions; compiling while the worker starts", tasks.size(), all.size()));
   ctx.evaluator->Prebuild(all);
 
-  EvalOptions opt;
-  opt.timing["max_seconds"] = a.max_seconds;
   std::vector<Row> rows;
   std::string json_path = a.json_out;
   auto save = [&] {
@@ -209,59 +209,71 @@ int RunBench(const BenchArgs& a) {
     rows.push_back(Row{row, contract, nullptr});
     save();
   };
-  size_t index = 0;
-  for (const auto& task : tasks) {
-    ++index;
+  auto base_of = [](const Task& task, const TaskBundle& bundle) {
     BenchRow base;
     base.task = task.name;
-    TaskBundle bundle;
-    try {
-      PrintProgress(fmt::format("[{}/{}] {}", index, tasks.size(), task.name));
-      bundle = ctx.evaluator->Bundle(task, /*baselines=*/true, a.compile);
-    } catch (const Error& e) {
-      base.verdict = "task error";
-      base.reason = e.what();
-      add(base, nullptr);
-      continue;
-    }
     if (bundle.eager_ms) base.eager_ms = bundle.eager_ms->median;
     if (bundle.compile_ms) base.compile_ms = bundle.compile_ms->median;
     if (bundle.floor_ms > 0) base.floor_ms = bundle.floor_ms;
     base.flags = bundle.flags;
+    return base;
+  };
+  // Each task is the loop over its shipped solutions: the replay proposer,
+  // each solution measured once (a sweep), nothing kept beyond this command.
+  auto store = MakeMemoryRunStore();
+  size_t index = 0;
+  for (const auto& task : tasks) {
+    ++index;
+    PrintProgress(fmt::format("[{}/{}] {}", index, tasks.size(), task.name));
+    BenchRow base;
+    base.task = task.name;
+    Contract contract;
     try {
       // The task's contract file (second shape included) and the command line's overrides.
-      opt.contract = ResolveContract(task, a.contract);
+      contract = ResolveContract(task, a.contract);
     } catch (const Error& e) {
       base.verdict = "task error";
       base.reason = e.what();
       add(base, nullptr);
       continue;
     }
-    Json contract = ToJson(opt.contract);
+    Json contract_json = ToJson(contract);
     std::vector<Candidate> sols = FindSolutions(task);
     if (sols.empty()) {
-      base.verdict = "no solution";
-      add(base, contract);
+      try {
+        base = base_of(task, ctx.evaluator->Bundle(task, /*baselines=*/true, a.compile));
+        base.verdict = "no solution";
+      } catch (const Error& e) {
+        base.verdict = "task error";
+        base.reason = e.what();
+      }
+      add(base, contract_json);
       continue;
     }
-    for (const auto& c : sols) {
-      BenchRow row = base;
-      row.solution = c.name;
-      row.kind = CandidateKindName(c.kind);
-      EvalRecord rec;
-      try {
-        rec = ctx.evaluator->Evaluate(task, bundle, c, opt);
-      } catch (const Error& e) {
-        row.verdict = "task error";
-        row.reason = e.what();
-        add(row, contract);
-        continue;
-      }
+    LoopOptions o;
+    o.proposer = "replay";
+    for (const auto& c : sols) o.proposer_options.replay_paths.push_back(c.path);
+    o.search = "sweep";
+    o.finalists = 0;
+    o.baselines = true;
+    o.compile_baseline = a.compile;
+    o.eval.timing["max_seconds"] = a.max_seconds;
+    o.arch = ctx.arch;
+    o.scratch = ctx.cache_dir / "loop";
+    Tuner tuner(ctx.evaluator.get(), store.get(), o);
+    int added = 0;
+    tuner.on_measurement.push_back([&](const NodeEvent& e) {
+      if (!e.record) return;
+      const EvalRecord& rec = *e.record;
+      const TaskBundle& bundle = *e.bundle;
+      BenchRow row = base_of(task, bundle);
+      row.solution = e.proposal->candidate.name;
+      row.kind = CandidateKindName(e.proposal->candidate.kind);
       row.verdict = OutcomeName(rec.outcome);
       row.source_to_verdict_s = rec.source_to_verdict_s;
       if (const auto* m = std::get_if<Measured>(&rec.outcome)) {
         row.time_ms = m->time_ms.median;
-        if (auto e = m->EagerMs()) row.eager_ms = *e;  // interleaved or clean, the faster
+        if (auto ev = m->EagerMs()) row.eager_ms = *ev;  // interleaved or clean, the faster
         row.speedup_vs_eager = m->SpeedupVsEager();
         if (bundle.compile_ms && m->time_ms.median > 0)
           row.speedup_vs_compile = bundle.compile_ms->median / m->time_ms.median;
@@ -269,11 +281,18 @@ int RunBench(const BenchArgs& a) {
         row.energy_mj = m->energy_mj_per_call;
         if (!m->warnings.empty()) row.reason = m->warnings.front();
       } else {
-        std::string line = OutcomeLine(rec.outcome);
-        row.reason = line.substr(0, 300);
+        row.reason = OutcomeLine(rec.outcome).substr(0, 300);
       }
-      PrintProgress(fmt::format("    {}: {}", c.name, OutcomeLine(rec.outcome).substr(0, 200)));
-      add(row, contract);
+      PrintProgress(fmt::format("    {}: {}", row.solution, OutcomeLine(rec.outcome).substr(0, 200)));
+      add(row, contract_json);
+      ++added;
+    });
+    tuner.on_log = [](const std::string& line) { PrintProgress(line); };
+    LoopResult r = tuner.Run({LoopTask{task, contract, std::nullopt}});
+    if (!r.tasks.empty() && r.tasks[0].status == TaskStatus::kFailed && added == 0) {
+      base.verdict = "task error";
+      base.reason = r.tasks[0].error;
+      add(base, contract_json);
     }
   }
   std::vector<BenchRow> table;

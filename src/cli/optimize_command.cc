@@ -45,7 +45,7 @@ struct OptimizeArgs {
 };
 
 constexpr const char* kDefaultBudget = "10m";
-constexpr const char* kDefaultTask = "tasks/level1/04_softmax.py";
+constexpr const char* kDefaultTask = "tasks/level1/10_sum_dim.py";
 
 std::atomic<Tuner*> g_tuner{nullptr};
 
@@ -104,6 +104,17 @@ int RunOffline(const OptimizeArgs& a, const std::vector<Task>& tasks) {
       root.detail = props[0].detail;
     }
     for (auto& c : p->Propose(root, 3)) props.push_back(c);
+    if (!a.out.empty()) {  // the candidates themselves, e.g. to rank later with --proposer replay
+      fs::path dir = fs::path(a.out) / task.name;
+      fs::create_directories(dir);
+      for (const auto& pr : props) {
+        std::string stem = pr.candidate.name;
+        for (char& ch : stem)
+          if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-') ch = '_';
+        WriteTextFileAtomic(dir / (stem + (pr.candidate.kind == CandidateKind::kCuda ? ".cu" : ".py")),
+                            pr.candidate.source);
+      }
+    }
     std::vector<BuildRequest> reqs;
     for (const auto& pr : props)
       if (pr.candidate.kind == CandidateKind::kCuda) reqs.push_back({pr.candidate.source, pr.candidate.name, {}});
@@ -124,6 +135,7 @@ int RunOffline(const OptimizeArgs& a, const std::vector<Task>& tasks) {
     for (const auto& n : p->Notes()) fmt::print("{}: {}\n", task.name, n);
   }
   fmt::print("\n{}", t.Render());
+  if (!a.out.empty()) fmt::print("\nwrote the candidates above under {}\n", a.out);
   fmt::print("\nOn a machine with a GPU, the same command measures them and searches on. Without one: --device cpu "
              "optimizes hybrid (PyTorch) candidates on the CPU, and --replay RUN re-runs a search recorded on a GPU "
              "(see kopt runs).\n");

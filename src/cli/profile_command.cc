@@ -6,6 +6,8 @@
 
 #include "cli/commands.h"
 #include "cli/context.h"
+#include "loop/tuner.h"
+#include "store/run_store.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "diagnose/profile_session.h"
@@ -119,13 +121,36 @@ ProfileData Collect(const ProfileArgs& a, const fs::path& data_dir, fs::path* st
                 "diagnose a saved profile.");
   Context ctx = MakeContext(a.common);
   ctx.evaluator->Prewarm();
-  ctx.evaluator->Prebuild({cand});
-  TaskBundle bundle = ctx.evaluator->Bundle(task, /*baselines=*/false, false);
-  EvalOptions opt;
-  opt.contract = ResolveContract(task, ContractOverrides{});  // the task's own contract file, if any
-  opt.timing["max_seconds"] = a.max_seconds;
+  // Verification and timing are the loop's: the candidate is its one replayed
+  // proposal (a wrong kernel is not worth profiling).
+  LoopOptions o;
+  o.proposer = "replay";
+  o.proposer_options.replay_paths = {cand.path};
+  o.search = "sweep";
+  o.finalists = 0;
+  o.baselines = false;
+  o.compile_baseline = false;
+  o.arch = ctx.arch;
+  o.scratch = ctx.cache_dir / "loop";
+  o.eval.timing["max_seconds"] = a.max_seconds;
+  auto store = MakeMemoryRunStore();
+  Tuner tuner(ctx.evaluator.get(), store.get(), o);
+  std::optional<EvalRecord> measured;
+  std::optional<TaskBundle> seen;
+  tuner.on_measurement.push_back([&](const NodeEvent& e) {
+    if (!e.record) return;
+    measured = *e.record;
+    seen = *e.bundle;
+  });
   PrintProgress("verifying and timing " + cand.name);
-  EvalRecord rec = ctx.evaluator->Evaluate(task, bundle, cand, opt);
+  Contract contract = ResolveContract(task, ContractOverrides{});  // the task's own contract file, if any
+  LoopResult lr = tuner.Run({LoopTask{task, contract, std::nullopt}});
+  if (!measured) {
+    if (!lr.tasks.empty() && !lr.tasks[0].error.empty()) throw Error(lr.tasks[0].error);
+    throw Error(cand.name + " was not evaluated: check it with kopt eval first.");
+  }
+  EvalRecord rec = *measured;
+  TaskBundle bundle = *seen;
   const auto* m = std::get_if<Measured>(&rec.outcome);
   if (!m)
     throw Error(fmt::format("{} is not profiled because it did not pass verification ({}); fix it with kopt eval "

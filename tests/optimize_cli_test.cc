@@ -1,0 +1,104 @@
+// `kopt optimize` end to end through the binary on the CPU worker: a real
+// search (the tuner over a PyTorch candidate's knob), the run store, `kopt
+// export RUN`, and kill -9 at random points followed by --resume.
+#include <map>
+#include <random>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "core/json.h"
+#include "core/subprocess.h"
+#include "store/run_store.h"
+#include "testing/paths.h"
+
+namespace kopt {
+namespace {
+
+namespace fs = std::filesystem;
+
+ProcessResult Kopt(std::vector<std::string> args, double timeout_s = 600) {
+  args.insert(args.begin(), KOPT_BINARY);
+  ProcessOptions o;
+  o.timeout_s = timeout_s;  // at the deadline the process group gets SIGKILL
+  o.env["KOPT_CACHE"] = testing::ScratchDir("optimize-cli-cache").string();
+  return RunProcess(args, o);
+}
+
+std::string PyData(const std::string& f) { return (testing::SourceDir() / "python/tests/data" / f).string(); }
+
+std::vector<std::string> OptimizeArgs(const fs::path& store, const std::string& budget) {
+  return {"optimize", PyData("relu_sized.py"), "--from", PyData("relu_chunked.py"), "--device", "cpu", "--budget",
+          budget, "--max-seconds", "0.05", "--finalist-seconds", "0.1", "--no-compile", "--store", store.string()};
+}
+
+TEST(OptimizeCli, ATunedRunIsStoredExportedAndResumed) {
+  fs::path dir = testing::ScratchDir("optimize-cli");
+  fs::path store = dir / "runs.db", json = dir / "result.json";
+  std::vector<std::string> args = OptimizeArgs(store, "3");
+  args.insert(args.end(), {"--json", json.string(), "--out", (dir / "best").string()});
+  ProcessResult r = Kopt(args);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("relu_chunked[CHUNK="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("candidates verified per GPU-minute"), std::string::npos) << r.out;
+  Json j = ReadJsonFile(json);
+  EXPECT_EQ(j["status"], "budget_spent");
+  EXPECT_EQ(j["spent"]["candidates"], 3);
+  std::string run = j["run"];
+  EXPECT_TRUE(fs::exists(dir / "best/relu_sized/best.py"));
+
+  // The winner as files to drop in: a ModelNew with its provenance.
+  r = Kopt({"export", run, "--store", store.string(), "--out", (dir / "exported").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(fs::exists(dir / "exported/relu_sized/README.md")) << r.out;
+  std::string readme = ReadTextFile(dir / "exported/relu_sized/README.md");
+  EXPECT_NE(readme.find(run), std::string::npos) << readme;
+
+  // Resume with a larger budget: the search continues where it stopped.
+  r = Kopt({"optimize", "--resume", run, "--store", store.string(), "--budget", "5", "--device", "cpu"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto s = MakeSqliteRunStore(store);
+  EXPECT_EQ(s->GetRun(run)->spent.candidates, 5);
+  EXPECT_EQ(s->ListOutcomes(run, 0).size(), 5u);
+}
+
+TEST(OptimizeCli, KilledWithSigkillAtRandomPointsItResumesWithNothingMeasuredTwice) {
+  fs::path dir = testing::ScratchDir("optimize-cli-kill");
+  std::mt19937 rng(11);
+  int resumed = 0;
+  for (int round = 0; round < 2; ++round) {
+    fs::path store = dir / ("runs" + std::to_string(round) + ".db");
+    fs::remove(store);
+    // Killed (SIGKILL, the whole process group) somewhere between capture
+    // and the end of the search.
+    double kill_at = 6.0 + (rng() % 60) / 10.0;
+    ProcessResult killed = Kopt(OptimizeArgs(store, "6"), kill_at);
+    if (!killed.timed_out) continue;  // it finished first: nothing to resume this round
+    if (!fs::exists(store)) continue;
+    auto s = MakeSqliteRunStore(store);
+    auto runs = s->ListRuns(0);
+    if (runs.empty()) continue;  // killed before the run began
+    std::string run = runs[0].run.id;
+    EXPECT_EQ(runs[0].run.status, RunStatus::kRunning) << "a killed run cannot have said anything else";
+    std::map<int, std::string> finished_before;
+    for (const auto& o : s->ListOutcomes(run, 0)) finished_before[o.node] = o.finished_at;
+    s.reset();
+    ProcessResult r = Kopt({"optimize", "--resume", run, "--store", store.string(), "--device", "cpu"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    ++resumed;
+    s = MakeSqliteRunStore(store);
+    EXPECT_EQ(s->GetRun(run)->status, RunStatus::kBudgetSpent);
+    EXPECT_EQ(s->GetRun(run)->spent.candidates, 6);
+    auto outcomes = s->ListOutcomes(run, 0);
+    EXPECT_EQ(outcomes.size(), 6u);
+    // What finished before the kill is exactly as it was: not measured again.
+    for (const auto& o : outcomes)
+      if (finished_before.count(o.node)) EXPECT_EQ(o.finished_at, finished_before[o.node]) << "node " << o.node;
+    std::set<std::string> hashes;
+    for (const auto& n : s->ListNodes(run, 0)) EXPECT_TRUE(hashes.insert(n.source_hash).second);
+  }
+  std::printf("resumed %d of 2 killed runs\n", resumed);
+}
+
+}  // namespace
+}  // namespace kopt
