@@ -6,7 +6,8 @@
 #   bench/gpu_steps.sh OUT_ARCHIVE STEP[:SECONDS] ...
 #
 # Steps: env, ncu_record, repeat, bench_solutions, bench_all, adversarial,
-#        zoo, gpu_tests (= gpu_ctests + gpu_pytests), sandbox. The kopt binary is $KOPT (default build/kopt);
+#        zoo, gpu_tests (= gpu_ctests + gpu_pytests), sandbox, cost,
+#        optimize_tune, optimize_replay, kill_resume, export_kb. The kopt binary is $KOPT (default build/kopt);
 # the GPU test binaries are $KOPT_TESTS/gpu_*_test (default build/tests; carry
 # stripped copies, e.g. in .devbin, and point KOPT_TESTS there).
 # Results go to $W (default /tmp/kopt-gpu-steps)/<step>/.
@@ -79,7 +80,53 @@ step_sandbox() {
   done
 }
 
-export K T W
+# What the new checks of verification cost per candidate: the same two
+# candidates per task with every trust check off (no clean process, no extra
+# distributions, no timed-call checks) and on.
+step_cost() {
+  for t in 01_relu 04_softmax 06_layernorm; do
+    v=$(ls bench/replay-candidates/$t/*.cu | sed -n 2p)
+    KOPT_CLEAN_WORKER=0 "$K" eval tasks/level1/$t.py tasks/level1/solutions/$t.cu "$v" --distributions none \
+      --timed-checks 0 --max-seconds 0.5 --json "$1/off_$t.json" > "$1/off_$t.txt" 2>&1
+    "$K" eval tasks/level1/$t.py tasks/level1/solutions/$t.cu "$v" --max-seconds 0.5 --json "$1/on_$t.json" \
+      > "$1/on_$t.txt" 2>&1
+  done
+  python3 bench/cost_summary.py "$1"/off_*.json "$1"/on_*.json
+}
+OPT_TASKS="tasks/level1/01_relu.py tasks/level1/04_softmax.py tasks/level1/06_layernorm.py tasks/level1/10_sum_dim.py tasks/level1/13_argmax.py tasks/level1/16_cumsum.py tasks/level1/24_matvec.py tasks/level1/30_var_mean.py"
+step_optimize_tune() {  # the tuner on 8 tasks, one run
+  "$K" optimize $OPT_TASKS --budget "${OPT_BUDGET:-wall=240s,candidates=96}" --max-seconds 0.3 \
+    --store "$1/runs.db" --json "$1/tune.json" --out "$1/best"
+}
+step_optimize_replay() {  # the replay proposer: each task's folder of candidates, ranked
+  for t in $OPT_TASKS; do
+    n=$(basename "$t" .py)
+    "$K" optimize "$t" --proposer replay --candidates "bench/replay-candidates/$n" --max-seconds 0.3 \
+      --store "$1/runs.db" --json "$1/replay_$n.json" --no-compile
+  done
+}
+step_kill_resume() {  # kill -9 mid-search, then --resume to completion
+  "$K" optimize tasks/level1/02_gelu.py --budget candidates=14 --max-seconds 0.3 --store "$1/runs.db" \
+    > "$1/killed.txt" 2>&1 &
+  pid=$!
+  sleep "${KILL_AFTER:-35}"
+  pkill -9 -P "$pid"; kill -9 "$pid"; wait "$pid" 2>/dev/null
+  python3 bench/run_state.py "$1/runs.db" > "$1/before.json"
+  run=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['run'])" "$1/before.json")
+  "$K" optimize --resume "$run" --store "$1/runs.db" --json "$1/resumed.json"
+  python3 bench/run_state.py "$1/runs.db" "$1/before.json"
+}
+step_export_kb() {  # exported winners judged by KernelBench's own procedure
+  run=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['run'])" "$W/optimize_tune/tune.json")
+  "$K" export "$run" --store "$W/optimize_tune/runs.db" --out "$1/exported"
+  for d in "$1"/exported/*/; do
+    t=$(basename "$d")
+    python3 python/tests/kernelbench_eval.py "tasks/level1/$t.py" "$d"/*_modelnew.py --device cuda --trials 5 \
+      || true
+  done
+}
+
+export K T W OPT_TASKS
 export -f solution_tasks_regex task_of $(declare -F | awk '$3 ~ /^step_/ {print $3}')
 for spec in "$@"; do
   name=${spec%%:*}; limit=${spec#*:}; [ "$limit" = "$spec" ] && limit=300

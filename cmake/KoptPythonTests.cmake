@@ -11,8 +11,11 @@ function(kopt_python_tests python source_dir)
   set(tests_dir ${source_dir}/python/tests)
   set(runner ${source_dir}/tests/pytest_ctest.py)
   file(GLOB test_files CONFIGURE_DEPENDS ${tests_dir}/test_*.py)
+  set(env "PYTHONPATH=${source_dir}/python")
   # KOPT_BINARY: this build's kopt (test_export.py runs `kopt export`).
-  set(env "PYTHONPATH=${source_dir}/python;KOPT_BINARY=$<TARGET_FILE:kopt>")
+  if(TARGET kopt)
+    set(env "${env};KOPT_BINARY=$<TARGET_FILE:kopt>")
+  endif()
 
   if(NOT python OR NOT EXISTS "${python}")
     set(why "no Python interpreter for the Python tests (KOPT_TEST_PYTHON='${python}'): install python3 \

@@ -171,10 +171,15 @@ Context MakeContext(const CommonOptions& o) {
   }
   c.worker = MakeProcessWorker(wo);
   // The clean worker runs only the task's own code, never a candidate's.
-  WorkerOptions clean = wo;
-  clean.sandbox_dir.clear();
-  clean.on_warning = nullptr;
-  c.clean_worker = MakeProcessWorker(clean);
+  // KOPT_CLEAN_WORKER=0 does without it (to measure what it costs; verdicts
+  // then say no clean process checked the reference).
+  const char* clean_env = std::getenv("KOPT_CLEAN_WORKER");
+  if (!(clean_env && std::string(clean_env) == "0")) {
+    WorkerOptions clean = wo;
+    clean.sandbox_dir.clear();
+    clean.on_warning = nullptr;
+    c.clean_worker = MakeProcessWorker(clean);
+  }
   c.evaluator = std::make_unique<Evaluator>(c.builder.get(), c.worker.get(), EvaluatorConfig{c.cache_dir, o.refresh},
                                             c.clean_worker.get());
   c.evaluator->on_progress = PrintProgress;
