@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/subprocess.h"
+#include "run/protocol.h"
 #include "run/worker_channel.h"
 
 namespace kopt {
@@ -228,14 +229,11 @@ class ProcessWorker : public WorkerChannel {
 
 }  // namespace
 
-std::string SandboxShortfall(const Json& report) {
-  if (!report.is_object()) return "the worker reported no sandbox (is python/kopt up to date?)";
-  auto text = [&](const char* key) {
-    auto it = report.find(key);
-    return it != report.end() && it->is_string() ? it->get<std::string>() : std::string("not reported");
-  };
-  std::string network = text("network");
-  std::string filesystem = text("filesystem");
+std::string SandboxShortfall(const Json& json) {
+  if (!json.is_object()) return "the worker reported no sandbox (is python/kopt up to date?)";
+  SandboxReport report = ParseSandboxReport(json);
+  std::string network = report.network.value_or("not reported");
+  std::string filesystem = report.filesystem.value_or("not reported");
   std::vector<std::string> missing;
   if (network != "isolated") missing.push_back("network not isolated (" + network + ")");
   if (filesystem.rfind("landlock", 0) != 0) missing.push_back("writes not confined (" + filesystem + ")");
