@@ -11,5 +11,6 @@ void AddEvalCommand(CLI::App* app, int* exit_code);
 void AddBenchCommand(CLI::App* app, int* exit_code);
 void AddProfileCommand(CLI::App* app, int* exit_code);
 void AddReportCommand(CLI::App* app, int* exit_code);
+void AddBuildCommand(CLI::App* app, int* exit_code);
 
 }  // namespace kopt

@@ -19,12 +19,14 @@ int main(int argc, char** argv) {
   kopt::AddBenchCommand(&app, &exit_code);
   kopt::AddProfileCommand(&app, &exit_code);
   kopt::AddReportCommand(&app, &exit_code);
+  kopt::AddBuildCommand(&app, &exit_code);
   app.footer(
       "\nExamples:\n"
       "  kopt bench tasks/                                   run the suite: baselines, floors, solutions\n"
       "  kopt capture tasks/level1/01_relu.py                what kopt learns about a task\n"
       "  kopt eval tasks/level1/01_relu.py my_relu.cu        verify and time one candidate\n"
-      "  kopt report results.json                            an HTML page with charts of a saved result\n");
+      "  kopt report results.json                            an HTML page with charts of a saved result\n"
+      "  kopt build my_kernel.cu                             compile with kopt's nvcc recipe; print the .so\n");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -151,6 +151,11 @@ class ProcessWorker : public WorkerChannel {
     if (!options_.cache_dir.empty()) po.env["KOPT_CACHE"] = (options_.cache_dir / "so").string();
     if (!options_.nvcc.empty()) po.env["KOPT_NVCC"] = options_.nvcc;
     if (!options_.arch.empty()) po.env["KOPT_ARCH"] = options_.arch;
+    // kopt.load_cuda builds through `kopt build` (one nvcc recipe, in C++);
+    // under the sandbox its builds land in KOPT_CACHE/builds, writable there.
+    fs::path kopt_binary = options_.kopt_binary.empty() ? KoptBinary() : options_.kopt_binary;
+    if (!kopt_binary.empty()) po.env["KOPT_BIN"] = kopt_binary.string();
+    po.env["KOPT_ROOT"] = root.string();
     std::vector<std::string> args = {"-m", "kopt.worker", "--device", options_.device};
     if (!options_.sandbox_dir.empty()) {
       std::error_code ec;
@@ -244,6 +249,13 @@ std::string SandboxShortfall(const Json& json) {
 
 std::unique_ptr<WorkerChannel> MakeProcessWorker(const WorkerOptions& options) {
   return std::make_unique<ProcessWorker>(options);
+}
+
+fs::path KoptBinary() {
+  if (const char* env = std::getenv("KOPT_BIN"); env && *env) return env;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return !ec && exe.filename() == "kopt" ? exe : fs::path();
 }
 
 fs::path FindRepoRoot() {
