@@ -14,7 +14,8 @@ function(kopt_python_tests python source_dir)
   set(env "PYTHONPATH=${source_dir}/python")
   # KOPT_BINARY: this build's kopt (test_export.py runs `kopt export`).
   if(TARGET kopt)
-    set(env "${env};KOPT_BINARY=$<TARGET_FILE:kopt>")
+    # KOPT_BIN: kopt.load_cuda compiles through `kopt build` (one nvcc recipe).
+    set(env "${env};KOPT_BINARY=$<TARGET_FILE:kopt>;KOPT_BIN=$<TARGET_FILE:kopt>")
   endif()
 
   if(NOT python OR NOT EXISTS "${python}")

@@ -36,8 +36,51 @@ std::string Data(const std::string& rel) { return (testing::SourceDir() / "tests
 TEST(Cli, HelpListsSubcommands) {
   KoptRun r = Kopt({"--help"});
   EXPECT_EQ(r.r.exit_code, 0);
-  for (const char* sub : {"capture", "eval", "bench", "profile", "report"})
+  for (const char* sub : {"capture", "eval", "bench", "profile", "report", "build"})
     EXPECT_NE(r.r.out.find(sub), std::string::npos);
+}
+
+// kopt build: the Builder's recipe and cache from the command line (what
+// kopt.load_cuda asks for), the .so path first, then ptxas's resources.
+TEST(Cli, BuildPrintsTheSharedObjectAndItsResources) {
+  if (!testing::HaveNvcc()) GTEST_SKIP() << "needs nvcc";
+  fs::path dir = testing::ScratchDir("cli-build");
+  fs::path cache = dir / "cache";
+  WriteTextFileAtomic(dir / "scale.cu",
+                      "#include <kopt/abi.h>\n"
+                      "__global__ void scale2(const float* x, float* y, long long n) {\n"
+                      "  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+                      "  if (i < n) y[i] = 2.0f * x[i];\n}\n"
+                      "extern \"C\" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, int n_out,\n"
+                      "                            kopt_stream s) { return 0; }\n");
+  std::vector<std::string> args = {"build", (dir / "scale.cu").string(), "--cache", cache.string(), "--arch", "sm_90"};
+  KoptRun r = Kopt(args);
+  ASSERT_EQ(r.r.exit_code, 0) << r.all();
+  std::string so = r.r.out.substr(0, r.r.out.find('\n'));
+  EXPECT_EQ(fs::path(so).filename(), "candidate.so") << r.r.out;
+  EXPECT_EQ(fs::path(so).parent_path().parent_path(), cache / "builds") << r.r.out;
+  EXPECT_TRUE(fs::is_regular_file(so));
+  EXPECT_NE(r.r.out.find("scale2"), std::string::npos) << r.r.out;  // ptxas's report of the kernel
+  EXPECT_NE(r.r.out.find("registers"), std::string::npos) << r.r.out;
+
+  args.push_back("--json");
+  KoptRun again = Kopt(args);
+  ASSERT_EQ(again.r.exit_code, 0) << again.all();
+  Json j = Json::parse(again.r.out);
+  EXPECT_TRUE(j["ok"].get<bool>());
+  EXPECT_TRUE(j["cache_hit"].get<bool>());  // the same content-hash cache
+  EXPECT_EQ(j["so_path"], so);
+
+  WriteTextFileAtomic(dir / "broken.cu", "extern \"C\" int kopt_forward(this is not C++);\n");
+  KoptRun bad = Kopt({"build", (dir / "broken.cu").string(), "--cache", cache.string(), "--arch", "sm_90", "--json"});
+  EXPECT_EQ(bad.r.exit_code, 1) << bad.all();
+  Json b = Json::parse(bad.r.out);
+  EXPECT_FALSE(b["ok"].get<bool>());
+  EXPECT_NE(b["log"].get<std::string>().find("error"), std::string::npos);
+
+  KoptRun missing = Kopt({"build", (dir / "none.cu").string(), "--cache", cache.string()});
+  EXPECT_EQ(missing.r.exit_code, 2);
+  EXPECT_NE(missing.r.err.find("is not a file"), std::string::npos) << missing.r.err;
 }
 
 // kopt profile --replay on a folder laid out as --save writes it, built from

@@ -2,21 +2,20 @@
 evaluation worker (`python3 -m kopt.worker`, see docs/worker-protocol.md).
 
 A compiled candidate implements the C ABI in include/kopt/abi.h. `load_cuda`
-builds a .cu source into a cached shared object; `load_so` loads one already
-built. Both return a `CudaModule` whose `__call__(inputs, outputs)` passes
+builds a .cu source into a cached shared object through kopt's own Builder
+(`kopt build`); `load_so` loads one already built. Both return a `CudaModule` whose `__call__(inputs, outputs)` passes
 torch tensors to `kopt_forward` on the current CUDA stream.
 """
 
 from __future__ import annotations
 
 import ctypes
-import hashlib
+import json
 import os
-import shutil
 import subprocess
 import tempfile
 import threading
-from typing import Iterable, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 __all__ = [
     "CompileError",
@@ -26,8 +25,7 @@ __all__ = [
     "KoptTensor",
     "load_cuda",
     "load_so",
-    "find_nvcc",
-    "default_arch",
+    "kopt_binary",
     "include_dir",
     "cache_dir",
     "KOPT_MAX_DIMS",
@@ -230,7 +228,9 @@ def load_so(path: str) -> CudaModule:
 
 
 # ----------------------------------------------------------------------------
-# Compilation
+# Compilation: kopt's own Builder (`kopt build`), so a hybrid's kernels are
+# compiled with the nvcc recipe and the cache of cuda candidates. The recipe
+# lives only in C++ (src/build/nvcc_builder.cc).
 
 
 def include_dir() -> str:
@@ -242,51 +242,18 @@ def include_dir() -> str:
 
 
 def cache_dir() -> str:
+    """The cache folder of this process (KOPT_CACHE); `kopt build` keeps
+    load_cuda's builds in its builds/ folder."""
     env = os.environ.get("KOPT_CACHE")
     if env:
         return env
     return os.path.join(os.path.expanduser("~"), ".cache", "kopt", "so")
 
 
-def find_nvcc() -> Optional[str]:
-    env = os.environ.get("KOPT_NVCC")
-    if env:
-        return env
-    found = shutil.which("nvcc")
-    if found:
-        return found
-    if os.access("/usr/local/cuda/bin/nvcc", os.X_OK):
-        return "/usr/local/cuda/bin/nvcc"
-    return None
-
-
-def default_arch() -> str:
-    env = os.environ.get("KOPT_ARCH")
-    if env:
-        return env
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            major, minor = torch.cuda.get_device_capability()
-            return f"sm_{major}{minor}"
-    except Exception:
-        pass
-    return "sm_90"
-
-
-def _abi_header_text(inc: str) -> bytes:
-    try:
-        with open(os.path.join(inc, "kopt", "abi.h"), "rb") as f:
-            return f.read()
-    except OSError:
-        return b""
-
-
-def nvcc_command(nvcc: str, src: str, out: str, arch: str, inc: str,
-                 extra_cflags: Iterable[str] = (), extra_ldflags: Iterable[str] = ()) -> list:
-    return ([nvcc, "-std=c++17", "-O3", "-Xcompiler", "-fPIC", "-shared", "-lineinfo",
-             f"-arch={arch}", f"-I{inc}"] + list(extra_cflags) + [src, "-o", out] + list(extra_ldflags))
+def kopt_binary() -> Optional[str]:
+    """The kopt executable load_cuda asks to build (KOPT_BIN; kopt's workers
+    get it), or None."""
+    return os.environ.get("KOPT_BIN") or None
 
 
 # Shared objects load_cuda built or found, in order (kopt profile disassembles them).
@@ -294,51 +261,37 @@ LOADED_SO: List[str] = []
 
 
 def load_cuda(source: str, name: Optional[str] = None, extra_cflags=(), extra_ldflags=()) -> CudaModule:
-    """Compiles CUDA source (implementing include/kopt/abi.h) with nvcc into a
-    content-hash-named .so under $KOPT_CACHE, reusing it when present, and
-    loads it. Raises CompileError with nvcc's stderr on failure."""
-    nvcc = find_nvcc()
-    if nvcc is None:
-        raise CompileError("nvcc not found (set KOPT_NVCC or put nvcc on PATH)")
-    arch = default_arch()
-    inc = include_dir()
-    extra_cflags = [str(x) for x in extra_cflags]
-    extra_ldflags = [str(x) for x in extra_ldflags]
-    h = hashlib.sha256()
-    for part in (source.encode(), nvcc.encode(), arch.encode(), inc.encode(), _abi_header_text(inc),
-                 "\0".join(extra_cflags).encode(), "\0".join(extra_ldflags).encode()):
-        h.update(len(part).to_bytes(8, "little"))
-        h.update(part)
+    """Compiles CUDA source (implementing include/kopt/abi.h) with kopt's
+    Builder (`$KOPT_BIN build --json`: the nvcc recipe and content-hash cache
+    of cuda candidates, in the builds/ folder of kopt's cache, $KOPT_CACHE)
+    and loads the shared object.
+    Extra flags go to nvcc and are part of the cache key. Raises CompileError
+    with nvcc's output when the source does not compile."""
+    binary = kopt_binary()
+    if binary is None:
+        raise CompileError("kopt.load_cuda builds through the kopt executable and none is known: run the candidate "
+                           "under kopt (kopt eval, bench or profile), or set KOPT_BIN to the kopt binary "
+                           "(e.g. build/kopt).")
     stem = "".join(c if (c.isalnum() or c in "_-") else "_" for c in (name or "kopt"))[:64]
-    folder = cache_dir()
-    os.makedirs(folder, exist_ok=True)
-    final = os.path.join(folder, f"{stem}-{h.hexdigest()[:24]}.so")
-    LOADED_SO.append(final)
-    if os.path.exists(final):
-        return CudaModule(final, cache_hit=True)
-
-    with tempfile.TemporaryDirectory(prefix="kopt-nvcc-") as tmp:
+    flags = [str(x) for x in extra_cflags] + [str(x) for x in extra_ldflags]
+    with tempfile.TemporaryDirectory(prefix="kopt-cu-") as tmp:
         src = os.path.join(tmp, f"{stem}.cu")
         with open(src, "w") as f:
             f.write(source)
-        fd, partial = tempfile.mkstemp(prefix=f".{stem}-", suffix=".so.tmp", dir=folder)
-        os.close(fd)
-        cmd = nvcc_command(nvcc, src, partial, arch, inc, extra_cflags, extra_ldflags)
+        cmd = [binary, "build", src, "--json", "--name", stem]  # its cache: $KOPT_CACHE, as here
+        cmd += [f"--nvcc-flag={x}" for x in flags]
         try:
             proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         except OSError as e:
-            _unlink(partial)
-            raise CompileError(f"cannot run {nvcc}: {e}", "", cmd) from None
-        if proc.returncode != 0:
-            _unlink(partial)
-            stderr = (proc.stderr or "") + (proc.stdout or "")
-            raise CompileError(f"nvcc failed ({proc.returncode}):\n{stderr}", stderr, cmd)
-        os.replace(partial, final)
-    return CudaModule(final, cache_hit=False)
-
-
-def _unlink(path: str) -> None:
+            raise CompileError(f"cannot run {binary}: {e}", "", cmd) from None
     try:
-        os.unlink(path)
-    except OSError:
-        pass
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        stderr = (proc.stderr or "") + (proc.stdout or "")
+        raise CompileError(f"kopt build failed ({proc.returncode}): {stderr.strip()}", stderr, cmd) from None
+    if not result.get("ok") or not result.get("so_path"):
+        log = result.get("log", "")
+        raise CompileError(f"nvcc failed:\n{log}", log, cmd)
+    path = result["so_path"]
+    LOADED_SO.append(path)
+    return CudaModule(path, cache_hit=bool(result.get("cache_hit")))

@@ -44,21 +44,42 @@ MAX_INPUT_SETS = 64
 ENERGY_WINDOW_S = 0.5
 
 
-def median_ci_rel(samples: List[float]) -> float:
-    """Half-width of the order-statistic 95% interval of the median, over the median."""
-    n = len(samples)
-    if n < 6:
-        return math.inf
-    x = sorted(samples)
+# The interval of the median. Its home is src/core/stats.cc
+# (MedianIntervalRanks, Summarize: the interval the verdict reports); this is
+# its mirror, so the adaptive stop below ends at the interval the verdict
+# will see. tests/data/stats/intervals.json pins both to the same cases.
+def median_interval_ranks(n: int) -> tuple:
+    """0-based ranks in the sorted samples of the 95% interval of the median:
+    1-based floor(n/2 - 1.96*sqrt(n)/2) and ceil(1 + n/2 + 1.96*sqrt(n)/2),
+    clamped into the samples."""
+    if n <= 0:
+        return 0, 0
     z = 1.96
-    lo = int(math.floor((n - z * math.sqrt(n)) / 2.0)) - 1
-    hi = int(math.ceil((n + z * math.sqrt(n)) / 2.0))
-    lo = max(lo, 0)
-    hi = min(hi, n - 1)
+    lo = int(math.floor(n / 2 - z * math.sqrt(n) / 2)) - 1
+    hi = int(math.ceil(n / 2 + z * math.sqrt(n) / 2))
+    return min(max(lo, 0), n - 1), min(max(hi, 0), n - 1)
+
+
+def median_interval(samples: List[float]) -> tuple:
+    """(median, low, high): the median and its 95% order-statistic interval."""
+    x = sorted(samples)
+    n = len(x)
+    if n == 0:
+        return 0.0, 0.0, 0.0
+    lo, hi = median_interval_ranks(n)
     med = x[n // 2] if n % 2 else 0.5 * (x[n // 2 - 1] + x[n // 2])
+    return med, x[lo], x[hi]
+
+
+def median_ci_rel(samples: List[float]) -> float:
+    """Half-width of the 95% interval of the median, over the median; inf
+    below 6 samples (the adaptive stop never trusts fewer)."""
+    if len(samples) < 6:
+        return math.inf
+    med, low, high = median_interval(samples)
     if med <= 0:
         return math.inf
-    return 0.5 * (x[hi] - x[lo]) / med
+    return 0.5 * (high - low) / med
 
 
 def parse_timing(t: Any) -> dict:

@@ -12,8 +12,8 @@ import torch
 import kopt
 from conftest import DATA, Worker, data
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available() or kopt.find_nvcc() is None,
-                                reason="needs a CUDA device and nvcc")
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available() or kopt.kopt_binary() is None,
+                                reason="needs a CUDA device and the kopt binary (KOPT_BIN)")
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,26 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
 }
 """
 
-needs_nvcc = pytest.mark.skipif(kopt.find_nvcc() is None, reason="nvcc not found")
+def _kopt_binary():
+    """The kopt executable load_cuda builds through: KOPT_BIN (ctest sets it),
+    else this checkout's build/kopt."""
+    b = os.environ.get("KOPT_BIN") or os.path.join(REPO, "build", "kopt")
+    return b if os.access(b, os.X_OK) else None
+
+
+KOPT_BIN = _kopt_binary()
+HAVE_NVCC = bool(os.environ.get("KOPT_NVCC") or shutil.which("nvcc") or os.access("/usr/local/cuda/bin/nvcc", os.X_OK))
+needs_kopt = pytest.mark.skipif(KOPT_BIN is None or not HAVE_NVCC,
+                                reason="needs the kopt binary (KOPT_BIN or build/kopt) and nvcc")
+
+
+@pytest.fixture
+def kopt_env(tmp_path, monkeypatch):
+    """load_cuda under kopt: KOPT_BIN, a private cache, a fixed arch."""
+    monkeypatch.setenv("KOPT_BIN", KOPT_BIN)
+    monkeypatch.setenv("KOPT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("KOPT_ARCH", "sm_90")
+    return tmp_path / "cache" / "builds"
 
 
 def test_struct_layout_matches_the_header(tmp_path):
@@ -70,20 +89,22 @@ def test_tensor_array_fields():
         kopt.make_tensor_array([torch.zeros(2, dtype=torch.complex64)])
 
 
-@needs_nvcc
-def test_load_cuda_compiles_and_caches(tmp_path, monkeypatch):
-    monkeypatch.setenv("KOPT_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("KOPT_INCLUDE", raising=False)
+@needs_kopt
+def test_load_cuda_builds_through_kopt_and_caches(kopt_env):
     m1 = kopt.load_cuda(TINY_KERNEL, name="tiny")
     assert m1.cache_hit is False and os.path.isfile(m1.path)
-    assert m1.path.startswith(str(tmp_path / "cache")) and os.path.basename(m1.path).startswith("tiny-")
+    # The Builder's cache, as for cuda candidates: <cache>/builds/<hash>/candidate.so.
+    assert m1.path.startswith(str(kopt_env)) and os.path.basename(m1.path) == "candidate.so"
+    assert os.path.isfile(os.path.join(os.path.dirname(m1.path), "build.json"))
     assert m1.has_init
-    assert [p for p in os.listdir(tmp_path / "cache") if p.endswith(".tmp")] == []
+    assert [p for p in os.listdir(kopt_env) if p.startswith(".tmp")] == []
+    assert kopt.LOADED_SO[-1] == m1.path
     mtime = os.stat(m1.path).st_mtime_ns
     m2 = kopt.load_cuda(TINY_KERNEL, name="tiny")
     assert m2.cache_hit is True and m2.path == m1.path and os.stat(m2.path).st_mtime_ns == mtime
-    m3 = kopt.load_so(m1.path)
-    assert m3.has_init
+    m3 = kopt.load_cuda(TINY_KERNEL, name="tiny", extra_cflags=["-DUNUSED=1"])  # flags are part of the key
+    assert m3.path != m1.path
+    assert kopt.load_so(m1.path).has_init
     if not torch.cuda.is_available():
         pytest.skip("compiled; no GPU to call it on")
     x = torch.randn(1000, device="cuda")
@@ -93,13 +114,20 @@ def test_load_cuda_compiles_and_caches(tmp_path, monkeypatch):
     assert torch.equal(y, 2 * x)
 
 
-@needs_nvcc
-def test_load_cuda_compile_error(tmp_path, monkeypatch):
-    monkeypatch.setenv("KOPT_CACHE", str(tmp_path / "cache"))
+@needs_kopt
+def test_load_cuda_compile_error(kopt_env):
     with pytest.raises(kopt.CompileError) as info:
         kopt.load_cuda("extern \"C\" int kopt_forward(this is not C++);", name="broken")
     assert "error" in info.value.stderr.lower()
-    assert os.listdir(tmp_path / "cache") == []
+    assert [p for p in os.listdir(kopt_env) if not p.startswith(".")] == []  # failures are not cached
+
+
+def test_load_cuda_without_kopt_says_how(monkeypatch):
+    monkeypatch.delenv("KOPT_BIN", raising=False)
+    with pytest.raises(kopt.CompileError, match="KOPT_BIN") as info:
+        kopt.load_cuda(TINY_KERNEL)
+    message = str(info.value)
+    assert "\n" not in message and message.endswith(".") and "run the candidate under kopt" in message
 
 
 def test_load_so_errors(tmp_path):

@@ -58,6 +58,21 @@ def test_median_ci():
     assert 0 < timing.median_ci_rel([1.0 + 0.01 * (i % 7) for i in range(100)]) < 0.05
 
 
+def test_median_interval_matches_the_shared_fixture():
+    # The same cases core_test.cc checks against src/core/stats.cc, the rule's home.
+    import json
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "data", "stats", "intervals.json")
+    with open(path) as f:
+        cases = json.load(f)["cases"]
+    assert cases
+    for c in cases:
+        assert timing.median_interval(c["samples"]) == (c["median"], c["low"], c["high"]), c["name"]
+        n = len(c["samples"])
+        assert timing.median_interval_ranks(n) == (c["low_rank"] - 1, c["high_rank"] - 1), c["name"]
+
+
 def test_classify():
     assert classify(RuntimeError("CUDA error: an illegal memory access was encountered")) == ("cuda_error", True)
     assert classify(RuntimeError("CUDA out of memory. Tried to allocate")) == ("oom", False)

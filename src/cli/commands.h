@@ -13,5 +13,6 @@ void AddProfileCommand(CLI::App* app, int* exit_code);
 void AddReportCommand(CLI::App* app, int* exit_code);
 void AddOptimizeCommand(CLI::App* app, int* exit_code);
 void AddExportCommand(CLI::App* app, int* exit_code);
+void AddBuildCommand(CLI::App* app, int* exit_code);
 
 }  // namespace kopt

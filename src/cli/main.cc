@@ -43,12 +43,14 @@ int main(int argc, char** argv) {
   kopt::AddProfileCommand(&app, &exit_code);
   kopt::AddReportCommand(&app, &exit_code);
   kopt::AddExportCommand(&app, &exit_code);
+  kopt::AddBuildCommand(&app, &exit_code);
   app.footer(
       "\nExamples:\n"
       "  kopt bench tasks/                                   run the suite: baselines, floors, solutions\n"
       "  kopt capture tasks/level1/01_relu.py                what kopt learns about a task\n"
       "  kopt eval tasks/level1/01_relu.py my_relu.cu        verify and time one candidate\n"
-      "  kopt report results.json                            an HTML page with charts of a saved result\n");
+      "  kopt report results.json                            an HTML page with charts of a saved result\n"
+      "  kopt build my_kernel.cu                             compile with kopt's nvcc recipe; print the .so\n");
   // A first word that is no command: say which commands there are.
   if (argc > 1 && argv[1][0] != '-') {
     std::string names;

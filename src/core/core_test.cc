@@ -31,6 +31,20 @@ TEST(Stats, MedianAndInterval) {
   EXPECT_EQ(Summarize({}).n, 0);
 }
 
+// The same cases python/tests/test_units.py checks against kopt/timing.py,
+// the rule's mirror: the two sides cannot drift apart.
+TEST(Stats, IntervalsMatchTheSharedFixture) {
+  Json doc = ReadJsonFile(testing::SourceDir() / "tests/data/stats/intervals.json");
+  ASSERT_FALSE(doc["cases"].empty());
+  for (const auto& c : doc["cases"]) {
+    std::vector<double> samples = c["samples"].get<std::vector<double>>();
+    SampleSummary s = Summarize(samples);
+    EXPECT_EQ(s.median, c["median"].get<double>()) << c["name"];
+    EXPECT_EQ(s.ci_low, c["low"].get<double>()) << c["name"];
+    EXPECT_EQ(s.ci_high, c["high"].get<double>()) << c["name"];
+  }
+}
+
 TEST(Subprocess, CapturesOutputAndExitCode) {
   ProcessResult r = RunProcess({"sh", "-c", "echo out; echo err >&2; exit 3"});
   EXPECT_EQ(r.exit_code, 3);

@@ -41,8 +41,7 @@ Json ToJson(const ProfileContext& c) {
 
 ProfileContext ProfileContextFromJson(const Json& j) {
   ProfileContext c;
-  const Json& dev = j.at("device");
-  c.device = DeviceInfoFromHello(Json{{"torch", dev.value("torch", "")}, {"device", dev}});
+  c.device = DeviceInfoFromJson(j.at("device"));
   c.ceilings = CeilingsFromJson(j.at("ceilings"));
   c.calls_profiled = j.value("calls_profiled", 1);
   c.time_ms = j.value("time_ms", 0.0);

@@ -31,6 +31,14 @@ ProcessOptions RunnerEnv(const ProfileTarget& t) {
   po.env["KOPT_INCLUDE"] = (t.repo_root / "include").string();
   if (!t.cache_dir.empty()) po.env["KOPT_CACHE"] = (t.cache_dir / "so").string();
   if (!t.arch.empty()) po.env["KOPT_ARCH"] = t.arch;
+  // A hybrid's kopt.load_cuda builds through `kopt build`: this kopt.
+  if (const char* bin = std::getenv("KOPT_BIN"); bin && *bin) {
+    po.env["KOPT_BIN"] = bin;
+  } else {
+    std::error_code ec;
+    std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (!ec && exe.filename() == "kopt") po.env["KOPT_BIN"] = exe.string();
+  }
   return po;
 }
 

@@ -21,7 +21,7 @@ struct ProfileTarget {
   std::string device = "cuda:0";
   std::string python = "python3";
   std::filesystem::path repo_root;  ///< python/ and include/ come from here
-  std::filesystem::path cache_dir;  ///< kopt's cache (hybrids' load_cuda builds land in <cache>/so)
+  std::filesystem::path cache_dir;  ///< kopt's cache (hybrids' load_cuda builds land in <cache>/so/builds)
   std::string arch;                 ///< nvcc target for hybrids' load_cuda; empty: the GPU's
   int calls = 1;                    ///< calls profiled
   int max_launches = 0;             ///< ncu profiles at most this many launches per call (0: all)

@@ -28,6 +28,34 @@ Json ToJson(const BenchRow& r) {
   return j;
 }
 
+BenchRow BenchRowFromJson(const Json& j) {
+  BenchRow r;
+  if (!j.is_object()) return r;
+  auto str = [&](const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string(); };
+  auto num = [&](const char* k) -> std::optional<double> {
+    if (!j.contains(k) || !j[k].is_number()) return std::nullopt;
+    return j[k].get<double>();
+  };
+  r.task = str("task");
+  r.solution = str("solution");
+  r.kind = str("kind");
+  r.verdict = str("verdict");
+  r.reason = str("reason");
+  if (j.contains("flags") && j["flags"].is_array())
+    for (const auto& f : j["flags"])
+      if (f.is_string()) r.flags.push_back(f.get<std::string>());
+  r.eager_ms = num("eager_ms");
+  r.compile_ms = num("compile_ms");
+  r.floor_ms = num("floor_ms");
+  r.time_ms = num("time_ms");
+  r.speedup_vs_eager = num("speedup_vs_eager");
+  r.speedup_vs_compile = num("speedup_vs_compile");
+  r.floor_fraction = num("floor_fraction");
+  r.energy_mj = num("energy_mj_per_call");
+  r.source_to_verdict_s = num("source_to_verdict_s");
+  return r;
+}
+
 std::string RenderBenchTable(const std::vector<BenchRow>& rows) {
   Table t({"task", "solution", "eager ms", "compile ms", "floor ms", "ms", "vs eager", "vs compile", "of floor",
            "verdict"});

@@ -28,6 +28,9 @@ struct BenchRow {
 };
 
 Json ToJson(const BenchRow& row);
+/// The inverse of ToJson (a saved `kopt bench --json` result); lenient, so
+/// rows of partial or older results read back with what they hold.
+BenchRow BenchRowFromJson(const Json& j);
 /// The terminal table, plus a line per failure reason below it.
 std::string RenderBenchTable(const std::vector<BenchRow>& rows);
 

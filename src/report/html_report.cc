@@ -8,8 +8,11 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "report/bench_report.h"
 #include "report/svg.h"
 #include "report/table.h"
+#include "run/runner.h"
+#include "task/bundle.h"
 
 namespace kopt {
 namespace {
@@ -37,6 +40,7 @@ std::string Str(const Json& j, const char* key) {
   return v.is_string() ? v.get<std::string>() : "";
 }
 bool Has(double v) { return std::isfinite(v); }
+double Opt(const std::optional<double>& v) { return v ? *v : kNaN; }
 
 std::string H(const std::string& s) { return XmlEscape(s); }
 
@@ -99,16 +103,15 @@ std::string NumberedNotes(const std::vector<std::string>& notes) {
   return s + "</ol>";
 }
 
-std::string DeviceLine(const Json& device) {
-  if (!device.is_object()) return "";
-  std::string s = Str(device, "name");
-  const Json& cc = At(device, "cc");
-  if (cc.is_array() && cc.size() == 2 && cc[0].is_number() && cc[1].is_number())
-    s += fmt::format(" (sm_{}{})", cc[0].get<int>(), cc[1].get<int>());
-  if (Has(Num(device, "sm_count"))) s += fmt::format(", {} SMs", Num(device, "sm_count"));
-  if (!Str(device, "torch").empty()) s += ", torch " + Str(device, "torch");
+std::string DeviceLine(const DeviceInfo& d) {
+  std::string s = d.name;
+  if (d.cc_major || d.cc_minor) s += fmt::format(" (sm_{}{})", d.cc_major, d.cc_minor);
+  if (d.sm_count) s += fmt::format(", {} SMs", d.sm_count);
+  if (!d.torch_version.empty()) s += ", torch " + d.torch_version;
   return s;
 }
+
+std::string DeviceLine(const Json& device) { return device.is_object() ? DeviceLine(DeviceInfoFromJson(device)) : ""; }
 
 // The verdict as the terminal says it: "correct", "timed out", "crashed (oom)".
 std::string VerdictCell(const std::string& verdict, const std::string& kind = "") {
@@ -138,28 +141,28 @@ std::string BenchBody(const Json& j) {
                     "percent of the floor", {}, false, 100.0, "the floor", 150};
   std::vector<std::vector<Cell>> table;
   std::vector<std::string> notes;
-  for (const auto& r : List(j, "rows")) {
-    std::string task = Str(r, "task"), sol = Str(r, "solution"), verdict = Str(r, "verdict");
-    if (task != last_task) ++tasks;
-    last_task = task;
-    if (!sol.empty()) ++solutions;
-    if (verdict == "measured") ++correct;
-    std::string label = task + (sol.empty() ? "" : " \u00b7 " + sol);
-    if (verdict == "measured") {
-      double e = Num(r, "speedup_vs_eager"), c = Num(r, "speedup_vs_compile"), f = Num(r, "floor_fraction");
+  for (const auto& row : List(j, "rows")) {
+    const BenchRow r = BenchRowFromJson(row);
+    if (r.task != last_task) ++tasks;
+    last_task = r.task;
+    if (!r.solution.empty()) ++solutions;
+    if (r.verdict == "measured") ++correct;
+    std::string label = r.task + (r.solution.empty() ? "" : " \u00b7 " + r.solution);
+    if (r.verdict == "measured") {
+      double e = Opt(r.speedup_vs_eager), c = Opt(r.speedup_vs_compile), f = Opt(r.floor_fraction);
       if (Has(e)) vs_eager.bars.push_back({label, e, FormatRatio(e), e >= 1 ? "good" : "bad"});
       if (Has(c)) vs_compile.bars.push_back({label, c, FormatRatio(c), c >= 1 ? "good" : "bad"});
       if (Has(f)) of_floor.bars.push_back({label, 100 * f, FormatPercent(f), "bar"});
     }
-    std::string verdict_html = VerdictCell(verdict);
-    if (!Str(r, "reason").empty()) {
-      notes.push_back(Str(r, "reason"));
+    std::string verdict_html = VerdictCell(r.verdict);
+    if (!r.reason.empty()) {
+      notes.push_back(r.reason);
       verdict_html += fmt::format(" <sup>[{}]</sup>", notes.size());
     }
-    table.push_back({T(task), T(sol.empty() ? "-" : sol), N(Ms(Num(r, "eager_ms"))), N(Ms(Num(r, "compile_ms"))),
-                     N(Ms(Num(r, "floor_ms"))), N(Ms(Num(r, "time_ms"))), N(Ratio(Num(r, "speedup_vs_eager"))),
-                     N(Ratio(Num(r, "speedup_vs_compile"))), N(Percent(Num(r, "floor_fraction"))),
-                     {verdict_html, false}});
+    table.push_back({T(r.task), T(r.solution.empty() ? "-" : r.solution), N(Ms(Opt(r.eager_ms))),
+                     N(Ms(Opt(r.compile_ms))), N(Ms(Opt(r.floor_ms))), N(Ms(Opt(r.time_ms))),
+                     N(Ratio(Opt(r.speedup_vs_eager))), N(Ratio(Opt(r.speedup_vs_compile))),
+                     N(Percent(Opt(r.floor_fraction))), {verdict_html, false}});
   }
   s += fmt::format("<div class=\"box\">{} tasks, {} solutions, {} measured correct.</div>", tasks, solutions,
                    correct);
@@ -186,18 +189,21 @@ std::string BenchBody(const Json& j) {
 // kopt eval
 
 std::string EvalBody(const Json& j) {
-  const Json& bundle = At(j, "bundle");
-  std::string task;
+  const TaskBundle bundle = BundleFromJson(At(j, "bundle").is_object() ? At(j, "bundle") : Json::object());
+  std::vector<EvalRecord> records;
   for (const auto& r : List(j, "records"))
-    if (task.empty()) task = Str(r, "task");
+    if (r.is_object()) records.push_back(EvalRecordFromJson(r));
+  std::string task;
+  for (const auto& r : records)
+    if (task.empty()) task = r.task_name;
   std::string s = "<h1>" + H("kopt eval: " + (task.empty() ? std::string("task") : task)) + "</h1>";
-  s += "<p class=\"meta\">" + H(DeviceLine(At(bundle, "device"))) + "</p>";
-  const double floor_ms = Num(bundle, "floor_ms");
+  s += "<p class=\"meta\">" + H(DeviceLine(At(At(j, "bundle"), "device"))) + "</p>";
+  const double floor_ms = bundle.floor_ms > 0 ? bundle.floor_ms : kNaN;
   if (Has(floor_ms))
     s += fmt::format("<div class=\"box\">Floor: {} ms ({}-bound), the reference algorithm's FLOPs and bytes at "
                      "this GPU's ceilings. A different algorithm (fewer FLOPs) may beat it; only the hard floor, "
                      "the inputs read and outputs written once, cannot be beaten.</div>",
-                     H(FormatMs(floor_ms)), H(Str(bundle, "floor_bound")));
+                     H(FormatMs(floor_ms)), H(bundle.floor_bound));
 
   BarChart times{"Median time per call (candidate and eager, interleaved)", "ms", {}, false, std::nullopt, "", 0};
   if (Has(floor_ms)) {
@@ -206,33 +212,31 @@ std::string EvalBody(const Json& j) {
   }
   std::vector<std::vector<Cell>> table;
   std::vector<std::string> reasons;
-  for (const auto& r : List(j, "records")) {
-    const Json& o = At(r, "outcome");
-    std::string verdict = Str(o, "verdict");
-    if (verdict.empty()) verdict = Str(o, "kind").empty() ? "unknown" : "crashed";
-    std::string cand = Str(r, "candidate");
-    const Json& t = At(o, "time_ms");
-    const Json& e = At(o, "eager_ms");
-    double med = Num(t, "median"), eager = Num(e, "median"), speedup = Num(o, "speedup_vs_eager");
+  for (const auto& r : records) {
+    const Outcome& o = r.outcome;
+    std::string verdict = OutcomeName(o);
+    const std::string& cand = r.candidate_name;
+    const Measured* m = std::get_if<Measured>(&o);
+    double med = m ? m->time_ms.median : kNaN;
+    double eager = m && m->eager_ms ? m->eager_ms->median : kNaN;
+    double speedup = m ? Opt(m->SpeedupVsEager()) : kNaN;
     if (Has(med)) {
       times.bars.push_back({cand, med, FormatMs(med) + " ms", Has(speedup) && speedup >= 1 ? "good" : "bad"});
       if (Has(eager)) times.bars.push_back({"eager (with " + cand + ")", eager, FormatMs(eager) + " ms", "neutral"});
     }
-    std::string ci = Has(Num(t, "ci_low")) ? fmt::format("{} to {}", FormatMs(Num(t, "ci_low")),
-                                                         FormatMs(Num(t, "ci_high")))
-                                           : "-";
-    std::string verdict_html = VerdictCell(verdict, Str(o, "kind"));
-    const Json& why = At(o, "reasons");
-    std::string first_reason = why.is_array() && !why.empty() && why[0].is_string() ? why[0].get<std::string>()
-                                                                                    : Str(o, "message");
+    std::string ci = m ? fmt::format("{} to {}", FormatMs(m->time_ms.ci_low), FormatMs(m->time_ms.ci_high)) : "-";
+    const Crashed* crash = std::get_if<Crashed>(&o);
+    std::string verdict_html = VerdictCell(verdict, crash ? crash->kind : "");
+    std::string first_reason;
+    if (const auto* inc = std::get_if<Incorrect>(&o); inc && !inc->reasons.empty()) first_reason = inc->reasons[0];
+    if (crash) first_reason = crash->message;
     if (verdict != "measured" && !first_reason.empty()) {
       reasons.push_back(cand + ": " + first_reason);
       verdict_html += fmt::format(" <sup>[{}]</sup>", reasons.size());
     }
-    table.push_back({T(cand), T(Str(r, "kind")), {verdict_html, false}, N(Ms(med)), N(ci), N(Ms(eager)),
+    table.push_back({T(cand), T(r.candidate_kind), {verdict_html, false}, N(Ms(med)), N(ci), N(Ms(eager)),
                      N(Ratio(speedup)), N(Has(med) && Has(floor_ms) && med > 0 ? Percent(floor_ms / med) : "-"),
-                     N(Has(Num(r, "source_to_verdict_s")) ? fmt::format("{:.2f}", Num(r, "source_to_verdict_s"))
-                                                          : "-")});
+                     N(fmt::format("{:.2f}", r.source_to_verdict_s))});
   }
   if (!times.bars.empty()) s += BarChartSvg(times);
   s += HtmlTable({"candidate", "kind", "verdict", "median ms", "95% interval", "eager ms", "vs eager", "of floor",

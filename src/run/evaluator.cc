@@ -7,6 +7,8 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "run/capture.h"
+#include "run/protocol.h"
 #include "run/static_check.h"
 
 namespace kopt {
@@ -72,8 +74,9 @@ const DeviceInfo& Evaluator::Device() {
   if (!device_) {
     WorkerReply r = worker_->Call(Json{{"op", "hello"}}, 120);
     if (!r.ok()) throw Error("the evaluation worker did not answer hello (" + r.message + "): check PyTorch with `python3 -c 'import torch'`.");
-    device_ = DeviceInfoFromHello(r.body);
-    sandbox_report_ = r.body.value("sandbox", Json());
+    HelloReply hello = ParseHelloReply(r.body);
+    device_ = hello.device;
+    sandbox_report_ = hello.sandbox ? ToJson(*hello.sandbox) : Json();
   }
   return *device_;
 }
@@ -93,7 +96,7 @@ const Ceilings& Evaluator::DeviceCeilings() {
   Progress("measuring device ceilings (once per GPU)");
   WorkerReply r = clean_->Call(Json{{"op", "ceilings"}, {"seconds", 5}}, 600);
   if (!r.ok()) throw Error("measuring the device's ceilings failed (" + r.message + "): check that the GPU works with `nvidia-smi`.");
-  ceilings_ = CeilingsFromProbes(r.body, dev);
+  ceilings_ = CeilingsFromProbes(ParseCeilingsReply(r.body), dev);
   WriteJsonFileAtomic(file, Json{{"device", ToJson(dev)}, {"ceilings", ToJson(*ceilings_)}});
   return *ceilings_;
 }
@@ -115,7 +118,7 @@ TaskBundle Evaluator::Bundle(const Task& task, bool baselines, bool compile) {
     WorkerReply r = clean_->Call(
         Json{{"op", "capture"}, {"task", task.path.string()}, {"seeds", {0, 1, 2}}, {"profile", true}}, 900);
     if (!r.ok()) ThrowTaskError(task, r, "capture");
-    bundle = BundleFromCapture(task, hash, r.body, dev, ceilings);
+    bundle = BundleFromCapture(task, hash, ParseCaptureReply(r.body), dev, ceilings);
     WriteJsonFileAtomic(file, ToJson(*bundle));
   }
   bool need_eager = baselines && !bundle->eager_ms;
@@ -130,16 +133,16 @@ TaskBundle Evaluator::Bundle(const Task& task, bool baselines, bool compile) {
                                       {"timing", {{"contenders", contenders}, {"energy", false}}}},
                                  1200);
     if (!r.ok()) ThrowTaskError(task, r, "timing the baselines");
-    const Json samples = r.body.value("samples", Json::object());
+    const TimeReply reply = ParseTimeReply(r.body);
     auto take = [&](const char* who, std::optional<SampleSummary>* into, std::string* error) {
-      if (!samples.contains(who)) return;
-      const Json& s = samples[who];
-      if (s.contains("error")) {
-        if (error) *error = s["error"].get<std::string>();
+      auto it = reply.samples.find(who);
+      if (it == reply.samples.end()) return;
+      const ContenderSamples& s = it->second;
+      if (s.error) {
+        if (error) *error = *s.error;
         return;
       }
-      std::vector<double> v = s.value("event_ms", std::vector<double>{});
-      if (v.empty()) v = s.value("host_ms", std::vector<double>{});
+      const std::vector<double>& v = s.event_ms.empty() ? s.host_ms : s.event_ms;
       if (!v.empty()) *into = Summarize(v);
     };
     take("eager", &bundle->eager_ms, nullptr);
@@ -200,7 +203,7 @@ Outcome Evaluator::FailureOutcome(const WorkerReply& r, const std::string& phase
   }
 }
 
-const Json& Evaluator::CleanReference(const Task& task, const TaskBundle& bundle, const EvalOptions& options,
+const ReferenceReply& Evaluator::CleanReference(const Task& task, const TaskBundle& bundle, const EvalOptions& options,
                                       const std::vector<std::string>& distributions) {
   Json request{{"op", "reference"},
                {"task", task.path.string()},
@@ -214,7 +217,7 @@ const Json& Evaluator::CleanReference(const Task& task, const TaskBundle& bundle
   if (it != clean_references_.end()) return it->second;
   WorkerReply r = clean_->Call(request, options.verify_timeout_s + 300);
   if (!r.ok()) ThrowTaskError(task, r, "computing the reference in a clean process");
-  return clean_references_[key] = r.body;
+  return clean_references_[key] = ParseReferenceReply(r.body);
 }
 
 CleanFacts Evaluator::CleanBaselines(const Task& task, const TaskBundle& bundle, const Json& timing, bool compile) {
@@ -233,14 +236,13 @@ CleanFacts Evaluator::CleanBaselines(const Task& task, const TaskBundle& bundle,
       Json{{"op", "time"}, {"task", task.path.string()}, {"candidate", nullptr}, {"timing", cfg}}, 1200);
   if (!r.ok()) ThrowTaskError(task, r, "timing the baselines in a clean process");
   CleanFacts f;
-  const Json samples = r.body.value("samples", Json::object());
+  const TimeReply reply = ParseTimeReply(r.body);
   auto take = [&](const char* who) -> std::optional<SampleSummary> {
-    if (!samples.contains(who) || samples[who].contains("error")) return std::nullopt;
-    std::vector<double> v = samples[who].value("event_ms", std::vector<double>{});
-    if (v.empty()) {
-      v = samples[who].value("host_ms", std::vector<double>{});
-      f.host_clock = true;
-    }
+    auto it = reply.samples.find(who);
+    if (it == reply.samples.end() || it->second.error) return std::nullopt;
+    const ContenderSamples& s = it->second;
+    if (s.event_ms.empty()) f.host_clock = true;
+    const std::vector<double>& v = s.event_ms.empty() ? s.host_ms : s.event_ms;
     if (v.empty()) return std::nullopt;
     return Summarize(v);
   };
@@ -313,7 +315,7 @@ EvalRecord Evaluator::Evaluate(const Task& task, const TaskBundle& bundle, const
   }
   rec.checks = v.body;
   std::vector<std::string> reasons =
-      JudgeChecks(v.body, bundle, options.policy, options.contract, clean ? &*clean : nullptr);
+      JudgeChecks(ParseEvaluateReply(v.body), bundle, options.policy, options.contract, clean ? &*clean : nullptr);
   // The static layer, after the mechanism's reasons: the source itself says
   // it calls what the contract forbids.
   for (auto& r : StaticContractReasons(candidate, bundle, options.contract)) reasons.push_back(std::move(r));
@@ -356,7 +358,8 @@ EvalRecord Evaluator::Evaluate(const Task& task, const TaskBundle& bundle, const
     return rec;
   }
   rec.timing = t.body;
-  rec.outcome = JudgeTiming(t.body, bundle, options.policy, options.contract, clean ? &*clean : nullptr);
+  rec.outcome =
+      JudgeTiming(ParseTimeReply(t.body), bundle, options.policy, options.contract, clean ? &*clean : nullptr);
   RecycleIfTainted(rec);
   return rec;
 }

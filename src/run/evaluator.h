@@ -15,6 +15,7 @@
 #include "core/json.h"
 #include "core/outcome.h"
 #include "core/task.h"
+#include "run/protocol.h"
 #include "run/runner.h"
 #include "run/verdict.h"
 #include "run/worker_channel.h"
@@ -58,7 +59,7 @@ class Evaluator : public Runner {
   /// Restarts the candidate worker after a candidate that changed it.
   void RecycleIfTainted(const EvalRecord& rec);
   /// The clean worker's reference facts for these checks (cached).
-  const Json& CleanReference(const Task& task, const TaskBundle& bundle, const EvalOptions& options,
+  const ReferenceReply& CleanReference(const Task& task, const TaskBundle& bundle, const EvalOptions& options,
                              const std::vector<std::string>& distributions);
   /// Eager (and torch.compile) timed in the clean worker, once per task and
   /// timing configuration in this session.
@@ -74,7 +75,7 @@ class Evaluator : public Runner {
   Json sandbox_report_;
   std::optional<Ceilings> ceilings_;
   std::uint64_t fp_key_ = 0;  ///< fingerprint sample key, random per session
-  std::map<std::string, Json> clean_references_;
+  std::map<std::string, ReferenceReply> clean_references_;
   std::map<std::string, CleanFacts> clean_baselines_;
 };
 

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/subprocess.h"
+#include "run/protocol.h"
 #include "run/worker_channel.h"
 
 namespace kopt {
@@ -150,6 +151,11 @@ class ProcessWorker : public WorkerChannel {
     if (!options_.cache_dir.empty()) po.env["KOPT_CACHE"] = (options_.cache_dir / "so").string();
     if (!options_.nvcc.empty()) po.env["KOPT_NVCC"] = options_.nvcc;
     if (!options_.arch.empty()) po.env["KOPT_ARCH"] = options_.arch;
+    // kopt.load_cuda builds through `kopt build` (one nvcc recipe, in C++);
+    // under the sandbox its builds land in KOPT_CACHE/builds, writable there.
+    fs::path kopt_binary = options_.kopt_binary.empty() ? KoptBinary() : options_.kopt_binary;
+    if (!kopt_binary.empty()) po.env["KOPT_BIN"] = kopt_binary.string();
+    po.env["KOPT_ROOT"] = root.string();
     std::vector<std::string> args = {"-m", "kopt.worker", "--device", options_.device};
     if (!options_.sandbox_dir.empty()) {
       std::error_code ec;
@@ -248,14 +254,11 @@ class ProcessWorker : public WorkerChannel {
 
 }  // namespace
 
-std::string SandboxShortfall(const Json& report) {
-  if (!report.is_object()) return "the worker reported no sandbox (is python/kopt up to date?)";
-  auto text = [&](const char* key) {
-    auto it = report.find(key);
-    return it != report.end() && it->is_string() ? it->get<std::string>() : std::string("not reported");
-  };
-  std::string network = text("network");
-  std::string filesystem = text("filesystem");
+std::string SandboxShortfall(const Json& json) {
+  if (!json.is_object()) return "the worker reported no sandbox (is python/kopt up to date?)";
+  SandboxReport report = ParseSandboxReport(json);
+  std::string network = report.network.value_or("not reported");
+  std::string filesystem = report.filesystem.value_or("not reported");
   std::vector<std::string> missing;
   if (network != "isolated") missing.push_back("network not isolated (" + network + ")");
   if (filesystem.rfind("landlock", 0) != 0) missing.push_back("writes not confined (" + filesystem + ")");
@@ -266,6 +269,13 @@ std::string SandboxShortfall(const Json& report) {
 
 std::unique_ptr<WorkerChannel> MakeProcessWorker(const WorkerOptions& options) {
   return std::make_unique<ProcessWorker>(options);
+}
+
+fs::path KoptBinary() {
+  if (const char* env = std::getenv("KOPT_BIN"); env && *env) return env;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return !ec && exe.filename() == "kopt" ? exe : fs::path();
 }
 
 fs::path FindRepoRoot() {

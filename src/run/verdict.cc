@@ -11,121 +11,121 @@
 namespace kopt {
 namespace {
 
-std::vector<double> Doubles(const Json& j) {
-  std::vector<double> v;
-  if (j.is_array())
-    for (const auto& x : j)
-      if (x.is_number()) v.push_back(x.get<double>());
-  return v;
-}
-
-std::string Shape(const Json& j) {
+template <class T>
+std::string Shape(const std::vector<T>& v) {
   std::string s = "[";
-  if (j.is_array())
-    for (size_t i = 0; i < j.size(); ++i) s += (i ? ", " : "") + j[i].dump();
+  for (size_t i = 0; i < v.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", v[i]);
   return s + "]";
 }
 
-double Num(const Json& j, const char* key) { return NumberOr(j, key, 0); }
+// A statistic of an optional set, or `fallback` when either is missing.
+double Stat(const std::optional<ErrorStats>& s, std::optional<double> ErrorStats::*field, double fallback = 0) {
+  return s && (*s).*field ? *((*s).*field) : fallback;
+}
 
 // "seed 11, signed inputs" / "seed 11": where a check ran.
-std::string CheckPlace(const Json& check) {
-  std::string dist = check.value("distribution", "task");
-  std::string s = fmt::format("seed {}", check.value("seed", -1));
-  if (dist != "task") s += ", " + dist + " inputs";
+std::string CheckPlace(const EvaluateCheck& check) {
+  std::string s = fmt::format("seed {}", check.seed.value_or(-1));
+  if (check.distribution != "task") s += ", " + check.distribution + " inputs";
   return s;
 }
 
-// The clean process's check matching `check` (same seed, distribution and
-// shape), or null.
-const Json* CleanCheck(const Json& check, const CleanFacts* clean) {
-  if (!clean || !clean->reference.is_object()) return nullptr;
-  auto it = clean->reference.find("checks");  // a reference into the facts, never a copy
-  if (it == clean->reference.end() || !it->is_array()) return nullptr;
-  const Json& list = *it;
-  bool shape = check.contains("second_shape") && check["second_shape"].is_object();
-  for (const auto& c : list) {
-    if (c.value("seed", -1) != check.value("seed", -2)) continue;
-    if (c.value("distribution", "task") != check.value("distribution", "task")) continue;
-    if ((c.contains("second_shape") && c["second_shape"].is_object()) != shape) continue;
+// The clean process's check with this seed, distribution and (with or
+// without a second) shape, or null.
+const ReferenceCheck* CleanCheck(long long seed, const std::string& distribution, bool second_shape,
+                                 const CleanFacts* clean) {
+  if (!clean) return nullptr;
+  for (const auto& c : clean->reference.checks) {
+    if (c.seed.value_or(-1) != seed) continue;
+    if (c.distribution != distribution) continue;
+    if (c.second_shape.has_value() != second_shape) continue;
     return &c;
   }
   return nullptr;
 }
 
 // Compares one list of fingerprints with the clean process's; "" or why.
-std::string ListDifference(const Json& mine, const Json& clean, const std::function<double(size_t)>& tol,
-                           const char* what) {
-  if (!clean.is_array()) return "";
-  if (!mine.is_array()) return fmt::format("no fingerprints of the {}", what);
-  if (mine.size() != clean.size())
-    return fmt::format("{} {} here, {} in the clean process", mine.size(), what, clean.size());
-  for (size_t i = 0; i < mine.size(); ++i) {
-    std::string d = FingerprintDifference(mine[i], clean[i], tol(i));
+std::string ListDifference(const Fingerprints& mine, const Fingerprints& clean,
+                           const std::function<double(size_t)>& tol, const char* what) {
+  if (!clean) return "";
+  if (!mine) return fmt::format("no fingerprints of the {}", what);
+  if (mine->size() != clean->size())
+    return fmt::format("{} {} here, {} in the clean process", mine->size(), what, clean->size());
+  for (size_t i = 0; i < mine->size(); ++i) {
+    std::string d = FingerprintDifference((*mine)[i], (*clean)[i], tol(i));
     if (!d.empty()) return fmt::format("{} {}: {}", what, i, d);
   }
   return "";
 }
 
+// The allowance for output `i` of a reference fingerprint: the clean
+// process's own reference error, at least a few of the dtype's epsilons.
+std::function<double(size_t)> OutputTolerance(const ReferenceCheck& cc, const TaskBundle& bundle,
+                                              const VerifyPolicy& policy) {
+  return [&cc, &bundle, &policy](size_t i) {
+    std::string dtype = i < bundle.outputs.size() ? bundle.outputs[i].dtype : "float32";
+    double err = cc.ref_error && i < cc.ref_error->size() ? Stat((*cc.ref_error)[i], &ErrorStats::rel_l2) : 0;
+    return std::max(policy.reference_error_multiple * err, policy.dtype_eps_multiple * DtypeEpsilon(dtype));
+  };
+}
+
 // Judges one output of one seed; appends reasons.
-void JudgeOutput(size_t index, const Json& out, const TaskBundle& bundle, const VerifyPolicy& policy,
+void JudgeOutput(size_t index, const OutputCheck& out, const TaskBundle& bundle, const VerifyPolicy& policy,
                  const Contract& contract, std::vector<std::string>* reasons) {
   std::string name = bundle.outputs.size() > 1 ? fmt::format("output {}", index) : "the output";
-  if (out.contains("exact_tensor") && out["exact_tensor"].is_boolean() && !out["exact_tensor"].get<bool>())
+  if (out.exact_tensor && !*out.exact_tensor)
     reasons->push_back(fmt::format(
         "{} is not a plain torch.Tensor (a subclass or a deferred object): its values could be computed after the "
         "timer stopped, or differ from what it reports",
         name));
-  if (!out.value("shape_ok", false)) {
-    std::string expect = out.contains("ref_shape") && out["ref_shape"].is_array() ? Shape(out["ref_shape"])
-                         : index < bundle.outputs.size()                          ? Shape(Json(bundle.outputs[index].shape))
-                                                                                  : "?";
+  if (!out.shape_ok) {
+    std::string expect = out.ref_shape                    ? Shape(*out.ref_shape)
+                         : index < bundle.outputs.size() ? Shape(bundle.outputs[index].shape)
+                                                          : "?";
     reasons->push_back(fmt::format("{} has shape {} but the reference has {}", name,
-                                   Shape(out.value("shape", Json::array())), expect));
+                                   Shape(out.shape.value_or(std::vector<long long>{})), expect));
     return;
   }
-  if (!out.value("dtype_ok", false)) {
-    reasons->push_back(fmt::format("{} has dtype {} but the reference has {}", name, out.value("dtype", "?"),
+  if (!out.dtype_ok) {
+    reasons->push_back(fmt::format("{} has dtype {} but the reference has {}", name, out.dtype.value_or("?"),
                                    index < bundle.outputs.size() ? bundle.outputs[index].dtype : "?"));
     return;
   }
-  if (out.value("aliases_input", false))
-    reasons->push_back(fmt::format("{} shares memory with an input or parameter", name));
-  long poison = out.value("poison_left", 0L);
+  if (out.aliases_input) reasons->push_back(fmt::format("{} shares memory with an input or parameter", name));
+  long long poison = out.poison_left;
   if (poison > 0)
     reasons->push_back(fmt::format("{} has {} element(s) the candidate never wrote", name, poison));
-  long nan = out.value("nan", 0L), inf = out.value("inf", 0L);
-  if (nan > 0 || inf > 0) {
+  if (out.nan > 0 || out.inf > 0) {
     if (poison == 0)
-      reasons->push_back(fmt::format("{} contains {} NaN and {} Inf value(s)", name, nan, inf));
+      reasons->push_back(fmt::format("{} contains {} NaN and {} Inf value(s)", name, out.nan, out.inf));
     return;
   }
 
   std::string dtype = index < bundle.outputs.size() ? bundle.outputs[index].dtype : "float32";
-  const Json& vs32 = out.contains("vs_ref32") ? out["vs_ref32"] : Json();
-  const Json& vs64 = out.contains("vs_ref64") ? out["vs_ref64"] : Json();
-  Json ref = out.contains("ref32_vs_ref64") ? out["ref32_vs_ref64"] : Json();
+  const std::optional<ErrorStats>& vs32 = out.vs_ref32;
+  const std::optional<ErrorStats>& vs64 = out.vs_ref64;
+  std::optional<ErrorStats> ref = out.ref32_vs_ref64;
   // A contract allowing TF32 or bf16 matrix operands: the reference's own
   // error is the larger of the fp32 reference's and that of the reference
   // with its matrix operands rounded to that precision (the worker's
   // `reflowp_vs_ref64`): the allowance a TF32 (bf16) reference would get.
   std::string lowp_note;
-  if (contract.precision != Precision::kStrict && ref.is_object() && out.contains("reflowp_vs_ref64") &&
-      out["reflowp_vs_ref64"].is_object()) {
-    const Json& lp = out["reflowp_vs_ref64"];
-    for (const char* k : {"rel_l2", "max_abs"}) ref[k] = std::max(NumberOr(ref, k), NumberOr(lp, k));
+  if (contract.precision != Precision::kStrict && ref && out.reflowp_vs_ref64) {
+    const std::optional<ErrorStats>& lp = out.reflowp_vs_ref64;
+    ref->rel_l2 = std::max(Stat(ref, &ErrorStats::rel_l2), Stat(lp, &ErrorStats::rel_l2));
+    ref->max_abs = std::max(Stat(ref, &ErrorStats::max_abs), Stat(lp, &ErrorStats::max_abs));
     lowp_note = fmt::format(" (as a {} reference; the contract allows it)", PrecisionName(contract.precision));
   }
 
   // Determinism: the same inputs run twice (the worker scribbles over freed
   // memory in between) must agree within the accuracy allowance; atomics'
   // reordering stays far below it, an uninitialised read or a race does not.
-  if (out.contains("rerun_rel_diff") && out["rerun_rel_diff"].is_number()) {
+  if (out.rerun_rel_diff) {
     double allowed = KernelBenchTolerance(dtype).rtol;
-    if (policy.tolerance == TolerancePolicy::kCalibrated && !ref.is_null())
-      allowed = std::max(policy.reference_error_multiple * NumberOr(ref, "rel_l2"),
+    if (policy.tolerance == TolerancePolicy::kCalibrated && ref)
+      allowed = std::max(policy.reference_error_multiple * Stat(ref, &ErrorStats::rel_l2),
                          policy.dtype_eps_multiple * DtypeEpsilon(dtype));
-    double diff = out["rerun_rel_diff"].get<double>();
+    double diff = *out.rerun_rel_diff;
     if (diff > allowed)
       reasons->push_back(fmt::format(
           "the candidate's output changes between runs on the same inputs: it reads memory nothing wrote, or "
@@ -133,29 +133,30 @@ void JudgeOutput(size_t index, const Json& out, const TaskBundle& bundle, const 
           name, diff, allowed));
   }
 
-  if (policy.tolerance == TolerancePolicy::kKernelBench || vs64.is_null() || ref.is_null()) {
-    double worst = NumberOr(vs32, "worst_ratio", 1e300);
+  if (policy.tolerance == TolerancePolicy::kKernelBench || !vs64 || !ref) {
+    double worst = Stat(vs32, &ErrorStats::worst_ratio, 1e300);
     if (worst > 1.0) {
       Tolerance tol = KernelBenchTolerance(dtype);
       reasons->push_back(fmt::format(
           "{} differs from the fp32 reference beyond atol={:g}, rtol={:g} (worst element at {:.3g}x the "
           "tolerance, max abs error {:.3g})",
-          name, tol.atol, tol.rtol, worst, NumberOr(vs32, "max_abs")));
+          name, tol.atol, tol.rtol, worst, Stat(vs32, &ErrorStats::max_abs)));
     }
     return;
   }
 
   double eps = DtypeEpsilon(dtype);
-  double scale = std::max(NumberOr(out, "ref_max_abs"), 1e-30);
-  double allowed_rel = std::max(policy.reference_error_multiple * NumberOr(ref, "rel_l2"), policy.dtype_eps_multiple * eps);
-  double allowed_abs =
-      std::max(policy.reference_error_multiple * NumberOr(ref, "max_abs"), policy.dtype_eps_multiple * eps * scale);
-  double rel = NumberOr(vs64, "rel_l2", 1e300), abs_err = NumberOr(vs64, "max_abs", 1e300);
+  double scale = std::max(out.ref_max_abs.value_or(0), 1e-30);
+  double allowed_rel =
+      std::max(policy.reference_error_multiple * Stat(ref, &ErrorStats::rel_l2), policy.dtype_eps_multiple * eps);
+  double allowed_abs = std::max(policy.reference_error_multiple * Stat(ref, &ErrorStats::max_abs),
+                                policy.dtype_eps_multiple * eps * scale);
+  double rel = Stat(vs64, &ErrorStats::rel_l2, 1e300), abs_err = Stat(vs64, &ErrorStats::max_abs, 1e300);
   if (rel > allowed_rel) {
     reasons->push_back(fmt::format(
         "{} is off by {:.3g} (relative L2) against the float64 truth; allowed {:.3g}, the reference itself "
         "is off by {:.3g}{}{}",
-        name, rel, allowed_rel, NumberOr(ref, "rel_l2"), lowp_note,
+        name, rel, allowed_rel, Stat(ref, &ErrorStats::rel_l2), lowp_note,
         rel >= 3e-2 ? ""
         : contract.precision == Precision::kStrict
             ? " (looks like reduced precision or a different algorithm; the contract is strict fp32)"
@@ -164,14 +165,14 @@ void JudgeOutput(size_t index, const Json& out, const TaskBundle& bundle, const 
     reasons->push_back(fmt::format(
         "{} has an element off by {:.3g} against the float64 truth; allowed {:.3g} (the reference's "
         "worst is {:.3g}{})",
-        name, abs_err, allowed_abs, NumberOr(ref, "max_abs"), lowp_note));
+        name, abs_err, allowed_abs, Stat(ref, &ErrorStats::max_abs), lowp_note));
   }
 }
 
 }  // namespace
 
 Json ToJson(const CleanFacts& c) {
-  Json j{{"reference", c.reference}, {"host_clock", c.host_clock}};
+  Json j{{"reference", ToJson(c.reference)}, {"host_clock", c.host_clock}};
   if (c.eager_ms) j["eager_ms"] = ToJson(*c.eager_ms);
   if (c.compile_ms) j["compile_ms"] = ToJson(*c.compile_ms);
   return j;
@@ -180,43 +181,42 @@ Json ToJson(const CleanFacts& c) {
 CleanFacts CleanFactsFromJson(const Json& j) {
   CleanFacts c;
   if (!j.is_object()) return c;
-  c.reference = j.value("reference", Json());
+  c.reference = ParseReferenceReply(j.value("reference", Json()));
   c.host_clock = j.value("host_clock", false);
   if (j.contains("eager_ms") && j["eager_ms"].is_object()) c.eager_ms = SampleSummaryFromJson(j["eager_ms"]);
   if (j.contains("compile_ms") && j["compile_ms"].is_object()) c.compile_ms = SampleSummaryFromJson(j["compile_ms"]);
   return c;
 }
 
-std::string FingerprintDifference(const Json& a, const Json& b, double rel_tol) {
-  if (!a.is_object() || !b.is_object()) return "missing";
-  if (a.value("type", "") != b.value("type", "")) return "different types";
-  if (a.contains("type")) return "";  // not a tensor on either side
-  if (a.value("shape", Json::array()) != b.value("shape", Json::array()))
-    return fmt::format("shape {} vs {}", Shape(a.value("shape", Json::array())), Shape(b.value("shape", Json::array())));
-  if (a.value("dtype", "") != b.value("dtype", ""))
-    return fmt::format("dtype {} vs {}", a.value("dtype", ""), b.value("dtype", ""));
-  if (Num(a, "nan") != Num(b, "nan") || Num(a, "inf") != Num(b, "inf"))
-    return fmt::format("{:g} NaN and {:g} Inf vs {:g} and {:g}", Num(a, "nan"), Num(a, "inf"), Num(b, "nan"),
-                       Num(b, "inf"));
-  double abs_sum = std::max(Num(a, "abs_sum"), Num(b, "abs_sum"));
-  double sq_sum = std::max(Num(a, "sq_sum"), Num(b, "sq_sum"));
+std::string FingerprintDifference(const Fingerprint& a, const Fingerprint& b, double rel_tol) {
+  if (!a.present || !b.present) return "missing";
+  if (a.type.value_or("") != b.type.value_or("")) return "different types";
+  if (a.type) return "";  // not a tensor on either side
+  if (a.shape != b.shape) return fmt::format("shape {} vs {}", Shape(a.shape), Shape(b.shape));
+  if (a.dtype != b.dtype) return fmt::format("dtype {} vs {}", a.dtype, b.dtype);
+  if (a.nan != b.nan || a.inf != b.inf)
+    return fmt::format("{:g} NaN and {:g} Inf vs {:g} and {:g}", a.nan, a.inf, b.nan, b.inf);
+  double abs_sum = std::max(a.abs_sum, b.abs_sum);
+  double sq_sum = std::max(a.sq_sum, b.sq_sum);
   double tiny = 1e-300;
-  if (std::fabs(Num(a, "sum") - Num(b, "sum")) > rel_tol * abs_sum + tiny)
-    return fmt::format("sum {:.10g} vs {:.10g}", Num(a, "sum"), Num(b, "sum"));
-  if (std::fabs(Num(a, "abs_sum") - Num(b, "abs_sum")) > rel_tol * abs_sum + tiny)
-    return fmt::format("sum of |x| {:.10g} vs {:.10g}", Num(a, "abs_sum"), Num(b, "abs_sum"));
-  if (std::fabs(Num(a, "sq_sum") - Num(b, "sq_sum")) > 2 * rel_tol * sq_sum + tiny)
-    return fmt::format("sum of squares {:.10g} vs {:.10g}", Num(a, "sq_sum"), Num(b, "sq_sum"));
-  const Json sa = a.value("samples", Json::array()), sb = b.value("samples", Json::array());
-  if (sa.size() != sb.size()) return "different samples";
-  double numel = std::max(1.0, Num(a, "numel"));
+  if (std::fabs(a.sum - b.sum) > rel_tol * abs_sum + tiny) return fmt::format("sum {:.10g} vs {:.10g}", a.sum, b.sum);
+  if (std::fabs(a.abs_sum - b.abs_sum) > rel_tol * abs_sum + tiny)
+    return fmt::format("sum of |x| {:.10g} vs {:.10g}", a.abs_sum, b.abs_sum);
+  if (std::fabs(a.sq_sum - b.sq_sum) > 2 * rel_tol * sq_sum + tiny)
+    return fmt::format("sum of squares {:.10g} vs {:.10g}", a.sq_sum, b.sq_sum);
+  if (a.samples.size() != b.samples.size()) return "different samples";
+  double numel = std::max(1.0, a.numel);
   double rms = std::sqrt(sq_sum / numel);
-  for (size_t i = 0; i < sa.size(); ++i) {
-    double x = sa[i].is_number() ? sa[i].get<double>() : 0, y = sb[i].is_number() ? sb[i].get<double>() : 0;
+  for (size_t i = 0; i < a.samples.size(); ++i) {
+    double x = a.samples[i], y = b.samples[i];
     if (std::fabs(x - y) > rel_tol * (std::fabs(y) + rms) * 4 + tiny)
       return fmt::format("sampled element {:.10g} vs {:.10g}", x, y);
   }
   return "";
+}
+
+std::string FingerprintDifference(const Json& a, const Json& b, double rel_tol) {
+  return FingerprintDifference(ParseFingerprint(a), ParseFingerprint(b), rel_tol);
 }
 
 Tolerance KernelBenchTolerance(const std::string& dtype) {
@@ -232,30 +232,24 @@ double DtypeEpsilon(const std::string& dtype) {
   return 0;  // integer and bool outputs must match exactly
 }
 
-std::string TamperReason(const Json& reply) {
-  if (!reply.is_object() || !reply.contains("tampered") || !reply["tampered"].is_array() ||
-      reply["tampered"].empty())
-    return "";
+std::string TamperReason(const std::optional<std::vector<std::string>>& tampered) {
+  if (!tampered || tampered->empty()) return "";
   std::string names;
-  for (size_t i = 0; i < reply["tampered"].size(); ++i) {
-    const Json& n = reply["tampered"][i];
-    names += (i ? ", " : "") + (n.is_string() ? n.get<std::string>() : n.dump());
-  }
+  for (size_t i = 0; i < tampered->size(); ++i) names += (i ? ", " : "") + (*tampered)[i];
   return fmt::format("the candidate replaced {}; timing cannot be trusted", names);
 }
 
-std::string TorchOpsReason(const Json& reply, const Contract& contract) {
-  if (contract.torch_ops || !reply.is_object() || !reply.contains("torch_ops") || !reply["torch_ops"].is_object())
-    return "";
-  const Json& ops = reply["torch_ops"];
-  const Json cand = ops.value("candidate", Json::object());
-  const Json ref = ops.value("reference", Json::object());
-  double forwards = std::max(1.0, NumberOr(ops, "candidate_forwards", 1));
+std::string TamperReason(const Json& reply) { return TamperReason(ParseEvaluateReply(reply).tampered); }
+
+std::string TorchOpsReason(const EvaluateReply& reply, const Contract& contract) {
+  if (contract.torch_ops || !reply.torch_ops) return "";
+  const TorchOps& ops = *reply.torch_ops;
+  double forwards = std::max(1.0, ops.candidate_forwards.value_or(1));
   std::vector<std::string> shared, other;
-  for (const auto& [name, count] : cand.items()) {
+  for (const auto& [name, count] : ops.candidate) {
     if (!IsTorchOp(name) || IsStructuralTorchOp(name)) continue;
-    std::string item = fmt::format("{} ({:.3g} call(s) per forward)", name, NumberOr(cand, name.c_str()) / forwards);
-    (ref.contains(name) ? shared : other).push_back(item);
+    std::string item = fmt::format("{} ({:.3g} call(s) per forward)", name, count / forwards);
+    (ops.reference.count(name) ? shared : other).push_back(item);
   }
   if (shared.empty() && other.empty()) return "";
   auto join = [](const std::vector<std::string>& v) {
@@ -271,30 +265,29 @@ std::string TorchOpsReason(const Json& reply, const Contract& contract) {
   return s;
 }
 
-std::vector<std::string> JudgeChecks(const Json& reply, const TaskBundle& bundle, const VerifyPolicy& policy,
+std::string TorchOpsReason(const Json& reply, const Contract& contract) {
+  return TorchOpsReason(ParseEvaluateReply(reply), contract);
+}
+
+std::vector<std::string> JudgeChecks(const EvaluateReply& reply, const TaskBundle& bundle, const VerifyPolicy& policy,
                                      const Contract& contract, const CleanFacts* clean) {
   std::vector<std::string> reasons;
-  if (std::string t = TamperReason(reply); !t.empty()) reasons.push_back(t);
+  if (std::string t = TamperReason(reply.tampered); !t.empty()) reasons.push_back(t);
   if (std::string t = TorchOpsReason(reply, contract); !t.empty()) reasons.push_back(t);
-  const Json checks = reply.value("checks", Json::array());
+  const std::vector<EvaluateCheck>& checks = reply.checks;
   if (checks.empty()) return {"the worker returned no checks"};
+  auto clean_check = [&](const EvaluateCheck& check) {
+    return CleanCheck(check.seed.value_or(-2), check.distribution, check.second_shape.has_value(), clean);
+  };
   // The reference the candidate's process computed must be the clean
   // process's: same inputs, same outputs within the reference's own error.
   for (const auto& check : checks) {
-    const Json* cc = CleanCheck(check, clean);
+    const ReferenceCheck* cc = clean_check(check);
     if (!cc) continue;
-    const Json ref_error = cc->value("ref_error", Json());
-    auto out_tol = [&](size_t i) {
-      std::string dtype = i < bundle.outputs.size() ? bundle.outputs[i].dtype : "float32";
-      double err = ref_error.is_array() && i < ref_error.size() ? NumberOr(ref_error[i], "rel_l2") : 0;
-      return std::max(policy.reference_error_multiple * err, policy.dtype_eps_multiple * DtypeEpsilon(dtype));
-    };
-    std::string why = ListDifference(check.value("input_fp", Json()), cc->value("input_fp", Json()),
-                                     [](size_t) { return 1e-12; }, "input");
-    if (why.empty()) why = ListDifference(check.value("ref_fp", Json()), cc->value("ref_fp", Json()), out_tol, "output");
+    std::string why = ListDifference(check.input_fp, cc->input_fp, [](size_t) { return 1e-12; }, "input");
+    if (why.empty()) why = ListDifference(check.ref_fp, cc->ref_fp, OutputTolerance(*cc, bundle, policy), "output");
     if (why.empty())
-      why = ListDifference(check.value("ref64_fp", Json()), cc->value("ref64_fp", Json()),
-                           [](size_t) { return 1e-9; }, "float64 output");
+      why = ListDifference(check.ref64_fp, cc->ref64_fp, [](size_t) { return 1e-9; }, "float64 output");
     if (!why.empty()) {
       reasons.push_back(fmt::format(
           "the reference in the candidate's process differs from a clean process's ({}, {}): the candidate changed "
@@ -308,27 +301,25 @@ std::vector<std::string> JudgeChecks(const Json& reply, const TaskBundle& bundle
     std::vector<std::string> seed_reasons;
     // A check on the contract's second shape (module-level sizes overridden).
     std::string shape;
-    if (check.contains("second_shape") && check["second_shape"].is_object())
-      for (const auto& [k, v] : check["second_shape"].items()) shape += fmt::format("{}{}={}", shape.empty() ? "" : " ", k, v.dump());
-    if (check.value("inputs_mutated", false))
-      seed_reasons.push_back("the candidate modified its inputs (or parameters) during the call");
-    Json outs = check.value("outputs", Json::array());
+    if (check.second_shape)
+      for (const auto& [k, v] : *check.second_shape) shape += fmt::format("{}{}={}", shape.empty() ? "" : " ", k, v);
+    if (check.inputs_mutated) seed_reasons.push_back("the candidate modified its inputs (or parameters) during the call");
+    std::vector<OutputCheck> outs = check.outputs;
     // The clean process's reference error sets the allowance (the
     // candidate's process could have made its own reference less accurate).
-    if (const Json* cc = CleanCheck(check, clean); cc && cc->contains("ref_error") && (*cc)["ref_error"].is_array())
-      for (size_t i = 0; i < outs.size() && i < (*cc)["ref_error"].size(); ++i)
-        if (outs[i].is_object() && (*cc)["ref_error"][i].is_object()) outs[i]["ref32_vs_ref64"] = (*cc)["ref_error"][i];
+    if (const ReferenceCheck* cc = clean_check(check); cc && cc->ref_error)
+      for (size_t i = 0; i < outs.size() && i < cc->ref_error->size(); ++i)
+        if ((*cc->ref_error)[i]) outs[i].ref32_vs_ref64 = (*cc->ref_error)[i];
     if (outs.size() != bundle.outputs.size() && !bundle.outputs.empty())
       seed_reasons.push_back(fmt::format("the candidate returned {} output(s) but the reference returns {}",
                                          outs.size(), bundle.outputs.size()));
     else
       for (size_t i = 0; i < outs.size(); ++i) JudgeOutput(i, outs[i], bundle, policy, contract, &seed_reasons);
-    const std::string dist = check.value("distribution", "task");
+    const std::string& dist = check.distribution;
     if (dist == "task" && !seed_reasons.empty()) task_dist_failed = true;
     for (auto& r : seed_reasons) {
       std::string where = fmt::format("{}, {}", CheckPlace(check),
-                                      check.value("order", "") == "candidate_first" ? "candidate ran first"
-                                                                                    : "reference ran first");
+                                      check.order == "candidate_first" ? "candidate ran first" : "reference ran first");
       std::string tagged;
       if (dist != "task") {
         tagged = fmt::format("on {} inputs: {} ({}){}", dist, r, where,
@@ -351,33 +342,37 @@ std::vector<std::string> JudgeChecks(const Json& reply, const TaskBundle& bundle
   return reasons;
 }
 
-Outcome JudgeTiming(const Json& reply, const TaskBundle& bundle, const VerifyPolicy& policy,
+std::vector<std::string> JudgeChecks(const Json& reply, const TaskBundle& bundle, const VerifyPolicy& policy,
+                                     const Contract& contract, const CleanFacts* clean) {
+  return JudgeChecks(ParseEvaluateReply(reply), bundle, policy, contract, clean);
+}
+
+Outcome JudgeTiming(const TimeReply& reply, const TaskBundle& bundle, const VerifyPolicy& policy,
                     const Contract& contract, const CleanFacts* clean) {
-  const Json samples = reply.value("samples", Json::object());
-  if (!samples.contains("candidate")) return Crashed{"internal", "the worker returned no candidate timings"};
-  const Json& cand = samples["candidate"];
-  if (cand.contains("error")) return Crashed{"candidate_error", cand.value("error", "")};
-  if (std::string t = TamperReason(reply); !t.empty()) return Incorrect{{t}};
+  const auto& samples = reply.samples;
+  auto found = samples.find("candidate");
+  if (found == samples.end()) return Crashed{"internal", "the worker returned no candidate timings"};
+  const ContenderSamples& cand = found->second;
+  if (cand.error) return Crashed{"candidate_error", *cand.error};
+  if (std::string t = TamperReason(reply.tampered); !t.empty()) return Incorrect{{t}};
   // Timed calls chosen at random after they ran: each must have computed the
   // answer on the inputs it was given, and left them alone.
   std::vector<std::string> timed_notes, timed_warnings;
-  if (reply.contains("timed_checks") && reply["timed_checks"].is_object()) {
-    const Json& tc = reply["timed_checks"];
-    const Json contenders = tc.value("contenders", Json::object());
-    for (const auto& [who, c] : contenders.items()) {
-      const Json list = c.value("checks", Json::array());
-      int calls = c.value("calls", 0);
+  if (reply.timed_checks) {
+    const TimedChecks& tc = *reply.timed_checks;
+    for (const auto& [who, c] : tc.contenders) {
+      const std::vector<TimedCheck>& list = c.checks;
       for (const auto& check : list) {
         std::vector<std::string> rs;
-        if (check.value("inputs_mutated", false)) rs.push_back("it modified its inputs");
-        const Json outs = check.value("outputs", Json::array());
+        if (check.inputs_mutated) rs.push_back("it modified its inputs");
+        const std::vector<OutputCheck>& outs = check.outputs;
         if (outs.size() != bundle.outputs.size() && !bundle.outputs.empty())
           rs.push_back(fmt::format("it returned {} output(s), the reference {}", outs.size(), bundle.outputs.size()));
         else
           for (size_t i = 0; i < outs.size(); ++i) JudgeOutput(i, outs[i], bundle, policy, contract, &rs);
         if (rs.empty()) continue;
-        std::string where = fmt::format("timed call {} of {}, one of {} chosen at random after they ran",
-                                        check.value("call", 0), calls, list.size());
+        std::string where = fmt::format("timed call {} of {}, one of {} chosen at random after they ran", check.call,
+                                        c.calls, list.size());
         if (who == "candidate") {
           std::vector<std::string> reasons;
           for (auto& r : rs)
@@ -389,43 +384,34 @@ Outcome JudgeTiming(const Json& reply, const TaskBundle& bundle, const VerifyPol
       }
       if (who == "candidate" && !list.empty())
         timed_notes.push_back(fmt::format("{} of its {} timed calls, chosen at random after they ran, were checked",
-                                          list.size(), calls));
+                                          list.size(), c.calls));
     }
-    if (tc.contains("suspicious") && tc["suspicious"].is_object())
+    if (tc.suspicious)
       timed_notes.push_back(fmt::format(
           "its time ({:.4g} ms after {} calls) was below {:.0f}% of the reference algorithm's floor ({:.4g} ms), so "
           "its timed calls were checked with probability {:.2f} instead of {:.2f}",
-          NumberOr(tc["suspicious"], "median_ms"), tc["suspicious"].value("after_calls", 0),
-          100 * NumberOr(tc["suspicious"], "fraction"), NumberOr(tc["suspicious"], "floor_ms"),
-          NumberOr(tc["suspicious"], "p"), NumberOr(tc, "p")));
+          tc.suspicious->median_ms, tc.suspicious->after_calls, 100 * tc.suspicious->fraction,
+          tc.suspicious->floor_ms, tc.suspicious->p, tc.p));
   }
   // After the timed calls, the reference in the candidate's process must
   // still compute what the clean process's does.
-  if (clean && reply.contains("ref_probe") && reply["ref_probe"].is_object()) {
-    const Json& probe = reply["ref_probe"];
-    Json as_check{{"seed", probe.value("seed", -1)}, {"distribution", "task"}};
-    if (const Json* cc = CleanCheck(as_check, clean)) {
-      const Json ref_error = cc->value("ref_error", Json());
-      auto out_tol = [&](size_t i) {
-        std::string dtype = i < bundle.outputs.size() ? bundle.outputs[i].dtype : "float32";
-        double err = ref_error.is_array() && i < ref_error.size() ? NumberOr(ref_error[i], "rel_l2") : 0;
-        return std::max(policy.reference_error_multiple * err, policy.dtype_eps_multiple * DtypeEpsilon(dtype));
-      };
-      std::string why = ListDifference(probe.value("input_fp", Json()), cc->value("input_fp", Json()),
-                                       [](size_t) { return 1e-12; }, "input");
-      if (why.empty()) why = ListDifference(probe.value("ref_fp", Json()), cc->value("ref_fp", Json()), out_tol, "output");
+  if (clean && reply.ref_probe) {
+    const ReferenceProbe& probe = *reply.ref_probe;
+    if (const ReferenceCheck* cc = CleanCheck(probe.seed.value_or(-1), "task", false, clean)) {
+      std::string why = ListDifference(probe.input_fp, cc->input_fp, [](size_t) { return 1e-12; }, "input");
+      if (why.empty()) why = ListDifference(probe.ref_fp, cc->ref_fp, OutputTolerance(*cc, bundle, policy), "output");
       if (!why.empty())
         return Incorrect{{fmt::format(
             "after its timed calls, the reference in the candidate's process computes otherwise than in a clean "
             "process (seed {}, {}): the candidate changed the reference",
-            probe.value("seed", -1), why)}};
+            probe.seed.value_or(-1), why)}};
     }
   }
-  if (reply.contains("timing_audit") && reply["timing_audit"].is_object()) {
+  if (reply.timing_audit) {
     // One more call on a timed input set whose contents changed, as before
     // every timed call: the timed calls must compute the answer too.
     std::vector<std::string> reasons;
-    const Json outs = reply["timing_audit"].value("outputs", Json::array());
+    const std::vector<OutputCheck>& outs = reply.timing_audit->outputs;
     for (size_t i = 0; i < outs.size(); ++i) JudgeOutput(i, outs[i], bundle, policy, contract, &reasons);
     if (!reasons.empty()) {
       for (auto& r : reasons)
@@ -435,18 +421,22 @@ Outcome JudgeTiming(const Json& reply, const TaskBundle& bundle, const VerifyPol
     }
   }
   Measured m;
-  m.time_ms = Summarize(Doubles(cand.value("event_ms", Json::array())));
-  m.host_ms = Summarize(Doubles(cand.value("host_ms", Json::array())));
+  m.time_ms = Summarize(cand.event_ms);
+  m.host_ms = Summarize(cand.host_ms);
   if (m.time_ms.n == 0) {
     // CPU worker: only the host clock exists.
     m.time_ms = m.host_ms;
   }
-  std::vector<double> null_host = Doubles(reply.value("null_host_ms", Json::array()));
+  const std::vector<double>& null_host = reply.null_host_ms;
+  auto baseline_of = [&](const char* who) -> const ContenderSamples* {
+    auto it = samples.find(who);
+    return it == samples.end() || it->second.error ? nullptr : &it->second;
+  };
   auto summary = [&](const char* who) -> std::optional<SampleSummary> {
-    if (!samples.contains(who) || samples[who].contains("error")) return std::nullopt;
-    SampleSummary s = Summarize(Doubles(samples[who].value("event_ms", Json::array())));
-    std::vector<double> host = Doubles(samples[who].value("host_ms", Json::array()));
-    if (s.n == 0) s = Summarize(host);  // the same clock rule as the candidate's: events
+    const ContenderSamples* c = baseline_of(who);
+    if (!c) return std::nullopt;
+    SampleSummary s = Summarize(c->event_ms);
+    if (s.n == 0) s = Summarize(c->host_ms);  // the same clock rule as the candidate's: events
     return s.n ? std::optional<SampleSummary>(s) : std::nullopt;
   };
   m.eager_ms = summary("eager");
@@ -475,15 +465,18 @@ Outcome JudgeTiming(const Json& reply, const TaskBundle& bundle, const VerifyPol
     if (auto r = compare("eager", m.eager_ms, m.clean_eager_ms)) return Incorrect{{*r}};
     if (auto r = compare("torch.compile", m.compile_ms, m.clean_compile_ms)) return Incorrect{{*r}};
   }
-  const Json energy = reply.value("energy", Json::object());
-  if (energy.is_object()) {
-    if (energy.contains("candidate") && energy["candidate"].is_object())
-      if (double e = NumberOr(energy["candidate"], "mj_per_call", -1); e >= 0) m.energy_mj_per_call = e;
-    if (energy.contains("eager") && energy["eager"].is_object())
-      if (double e = NumberOr(energy["eager"], "mj_per_call", -1); e >= 0) m.eager_energy_mj_per_call = e;
+  if (reply.energy) {
+    auto per_call = [&](const char* who) -> std::optional<double> {
+      auto it = reply.energy->find(who);
+      if (it == reply.energy->end() || !it->second) return std::nullopt;
+      double e = it->second->mj_per_call.value_or(-1);
+      return e >= 0 ? std::optional<double>(e) : std::nullopt;
+    };
+    if (auto e = per_call("candidate")) m.energy_mj_per_call = *e;
+    if (auto e = per_call("eager")) m.eager_energy_mj_per_call = *e;
   }
 
-  bool has_events = !Doubles(cand.value("event_ms", Json::array())).empty();
+  bool has_events = !cand.event_ms.empty();
   if (has_events && !null_host.empty() && m.host_ms.n > 0) {
     // Host time around the call, less what timing a call that does nothing
     // costs (synchronize, event records, clock reads), is the call's true
@@ -501,11 +494,9 @@ Outcome JudgeTiming(const Json& reply, const TaskBundle& bundle, const VerifyPol
     double baseline = 0;
     std::string baseline_who;
     for (const char* who : {"eager", "compile"}) {
-      if (!samples.contains(who) || samples[who].contains("error")) continue;
-      std::vector<double> ev = Doubles(samples[who].value("event_ms", Json::array()));
-      std::vector<double> host = Doubles(samples[who].value("host_ms", Json::array()));
-      if (ev.empty() || host.empty()) continue;
-      baseline = std::clamp(Median(host) - null_med - Median(ev), 0.0, allowed);
+      const ContenderSamples* c = baseline_of(who);
+      if (!c || c->event_ms.empty() || c->host_ms.empty()) continue;
+      baseline = std::clamp(Median(c->host_ms) - null_med - Median(c->event_ms), 0.0, allowed);
       baseline_who = who;
       break;
     }
@@ -551,6 +542,11 @@ Outcome JudgeTiming(const Json& reply, const TaskBundle& bundle, const VerifyPol
     m.warnings.push_back(fmt::format("timing is noisy: the 95% interval of the median is ±{:.1f}%",
                                      100 * m.time_ms.RelativeHalfWidth()));
   return m;
+}
+
+Outcome JudgeTiming(const Json& reply, const TaskBundle& bundle, const VerifyPolicy& policy,
+                    const Contract& contract, const CleanFacts* clean) {
+  return JudgeTiming(ParseTimeReply(reply), bundle, policy, contract, clean);
 }
 
 }  // namespace kopt

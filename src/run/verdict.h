@@ -8,6 +8,7 @@
 #include "core/json.h"
 #include "core/outcome.h"
 #include "core/stats.h"
+#include "run/protocol.h"
 #include "task/bundle.h"
 #include "task/contract.h"
 
@@ -58,7 +59,7 @@ struct VerifyPolicy {
 /// about the reference; verdicts rest on it (docs/verification.md, "The
 /// reference, checked clean").
 struct CleanFacts {
-  Json reference;  ///< its `reference` reply: fingerprints and the reference's own error per check
+  ReferenceReply reference;  ///< fingerprints and the reference's own error per check
   std::optional<SampleSummary> eager_ms;    ///< eager timed there, this session
   std::optional<SampleSummary> compile_ms;  ///< torch.compile timed there, this session
   bool host_clock = false;                  ///< timings are host-clock (CPU worker)
@@ -69,6 +70,7 @@ CleanFacts CleanFactsFromJson(const Json& j);
 
 /// "" when two tensor fingerprints (kopt/fingerprint.py) agree within
 /// `rel_tol`, else what differs.
+std::string FingerprintDifference(const Fingerprint& mine, const Fingerprint& clean, double rel_tol);
 std::string FingerprintDifference(const Json& mine, const Json& clean, double rel_tol);
 
 struct Tolerance {
@@ -84,6 +86,7 @@ double DtypeEpsilon(const std::string& dtype);
 
 /// The reason a reply's `tampered` list (functions the candidate replaced)
 /// gives, or "" when the list is absent or empty.
+std::string TamperReason(const std::optional<std::vector<std::string>>& tampered);
 std::string TamperReason(const Json& reply);
 
 /// Judges an `evaluate` reply's checks under the task's contract (its
@@ -94,18 +97,26 @@ std::string TamperReason(const Json& reply);
 /// With `clean`, each check's reference (inputs, fp32 and float64 outputs)
 /// must match the clean process's, and the clean process's own reference
 /// error sets the allowance.
+std::vector<std::string> JudgeChecks(const EvaluateReply& evaluate_reply, const TaskBundle& bundle,
+                                     const VerifyPolicy& policy, const Contract& contract = {},
+                                     const CleanFacts* clean = nullptr);
+/// The same on a reply as it came over the wire or out of a record.
 std::vector<std::string> JudgeChecks(const Json& evaluate_reply, const TaskBundle& bundle,
                                      const VerifyPolicy& policy, const Contract& contract = {},
                                      const CleanFacts* clean = nullptr);
 
 /// The reason a torch-ops-forbidding contract gives for the reply's
 /// `torch_ops` (operators the candidate called), or "" when none computes.
+std::string TorchOpsReason(const EvaluateReply& evaluate_reply, const Contract& contract);
 std::string TorchOpsReason(const Json& evaluate_reply, const Contract& contract);
 
 /// Turns a `time` reply into Measured (medians, intervals, speedups,
 /// energy), or Incorrect when the time is physically impossible, a timed call
 /// chosen for checking was wrong, or (with `clean`) the reference beside the
 /// candidate ran slower or computed otherwise than in a clean process.
+Outcome JudgeTiming(const TimeReply& time_reply, const TaskBundle& bundle, const VerifyPolicy& policy,
+                    const Contract& contract = {}, const CleanFacts* clean = nullptr);
+/// The same on a reply as it came over the wire or out of a record.
 Outcome JudgeTiming(const Json& time_reply, const TaskBundle& bundle, const VerifyPolicy& policy,
                     const Contract& contract = {}, const CleanFacts* clean = nullptr);
 

@@ -52,6 +52,9 @@ struct WorkerOptions {
   std::filesystem::path cache_dir;  ///< KOPT_CACHE for kopt.load_cuda
   std::string nvcc;                 ///< KOPT_NVCC for kopt.load_cuda
   std::string arch;                 ///< KOPT_ARCH
+  /// KOPT_BIN: the kopt executable kopt.load_cuda asks to build (`kopt
+  /// build`); empty: KoptBinary().
+  std::filesystem::path kopt_binary;
   /// Scratch folder of the OS sandbox (`--sandbox`, docs/verification.md):
   /// the worker and candidates get no network and may write only here (and
   /// in the caches). Empty: no sandbox. Created when missing, and then
@@ -69,6 +72,10 @@ std::string SandboxShortfall(const Json& report);
 
 /// The real worker: `python3 -m kopt.worker` in its own process group.
 std::unique_ptr<WorkerChannel> MakeProcessWorker(const WorkerOptions& options);
+
+/// The kopt executable workers hand to kopt.load_cuda: $KOPT_BIN, else this
+/// process when it is kopt; empty otherwise (load_cuda then says how to set it).
+std::filesystem::path KoptBinary();
 
 /// Finds the repository root (the folder holding python/kopt/worker.py) from
 /// KOPT_ROOT, the executable's location or the current directory.

@@ -15,8 +15,13 @@ std::vector<long long> IntList(const Json& j) {
   return v;
 }
 
-TensorSpec TensorFromJson(const Json& j, const std::string& default_role) {
+}  // namespace
+
+TensorSpec TensorSpecFromJson(const Json& j, const std::string& default_role) {
   TensorSpec t;
+  t.role = default_role;
+  t.dtype = "float32";
+  if (!j.is_object()) return t;
   t.name = j.value("name", "");
   t.role = j.value("role", default_role);
   t.dtype = j.value("dtype", "float32");
@@ -29,15 +34,6 @@ TensorSpec TensorFromJson(const Json& j, const std::string& default_role) {
 Json ToJson(const TensorSpec& t) {
   return Json{{"name", t.name}, {"role", t.role}, {"dtype", t.dtype}, {"shape", t.shape}, {"strides", t.strides}};
 }
-
-void AddFlag(TaskBundle* b, const std::string& flag, const std::string& note) {
-  if (!b->HasFlag(flag)) {
-    b->flags.push_back(flag);
-    b->flag_notes.push_back(note);
-  }
-}
-
-}  // namespace
 
 double DtypeBytes(const std::string& dtype) {
   if (dtype == "float64" || dtype == "int64" || dtype == "complex64") return 8;
@@ -138,114 +134,6 @@ std::string DescribeDistributions(const DistributionPlan& plan) {
   return s;
 }
 
-TaskBundle BundleFromCapture(const Task& task, const std::string& task_hash, const Json& capture,
-                             const DeviceInfo& device, const Ceilings& ceilings,
-                             const DegeneracyThresholds& th) {
-  TaskBundle b;
-  b.task_name = task.name;
-  b.task_path = task.path.string();
-  b.task_hash = task_hash;
-  b.device = device;
-
-  const Json& sig = capture.at("signature");
-  for (const auto& t : sig.value("inputs", Json::array())) b.inputs.push_back(TensorFromJson(t, "input"));
-  for (const auto& t : sig.value("outputs", Json::array())) b.outputs.push_back(TensorFromJson(t, "output"));
-  b.n_forward_inputs = sig.value("n_forward_inputs", 0);
-  b.training = sig.value("training", false);
-
-  b.graph = capture.value("graph", Json::object());
-  if (capture.contains("uncounted_ops") && capture["uncounted_ops"].is_array())
-    b.uncounted_ops = capture["uncounted_ops"].get<std::vector<std::string>>();
-  b.flops = NumberOr(b.graph, "flops");
-  if (b.graph.contains("flops_by_class")) b.matrix_flops = NumberOr(b.graph["flops_by_class"], "matrix");
-  b.min_bytes = NumberOr(capture, "min_bytes");
-  // cuDNN's convolutions and fused RNNs may use TF32 under torch's defaults.
-  for (const auto& n : b.graph.value("nodes", Json::array())) {
-    const std::string op = n.value("op", "");
-    if (op.find("convolution") != std::string::npos || op.find("_cudnn_rnn") != std::string::npos)
-      b.conv_flops += NumberOr(n, "flops");
-  }
-  for (const auto& k : capture.value("kernels", Json::array()))
-    b.kernels.push_back({k.value("name", ""), NumberOr(k, "calls"), NumberOr(k, "device_ms")});
-  b.ref_error = capture.value("ref_error", Json());
-
-  // Extra input distributions: where the reference is defined, and whether
-  // its outputs vary there (a kernel writing a constant fails there).
-  if (capture.contains("distributions") && capture["distributions"].is_object())
-    for (const auto& [name, d] : capture["distributions"].items()) {
-      DistributionFacts f;
-      f.about = d.value("about", "");
-      f.finite = d.value("finite", false);
-      f.changes_inputs = d.value("changes_inputs", false);
-      f.error = d.value("error", "");
-      for (const auto& s : d.value("outputs_stats", Json::array())) {
-        double max_abs = NumberOr(s, "max_abs"), sd = NumberOr(s, "std"), mean = NumberOr(s, "mean");
-        double scale = std::max(std::fabs(mean), max_abs);
-        if (max_abs < th.near_zero_max_abs || scale <= 0 || sd / scale < th.near_constant_rel_std) f.varies = false;
-      }
-      b.distributions[name] = f;
-    }
-  std::string rescue;
-  for (const auto& [name, f] : b.distributions)
-    if (f.finite && f.changes_inputs && f.varies) rescue += (rescue.empty() ? "" : ", ") + name;
-  if (!rescue.empty())
-    rescue = " on the task's own inputs; candidates are also checked on " + rescue + " inputs, where it varies";
-
-  // Degeneracy: judged per output over all seeds.
-  const Json stats = capture.value("outputs_stats", Json::array());
-  for (size_t o = 0; o < b.outputs.size(); ++o) {
-    bool all_zero = !stats.empty();
-    bool all_constant = !stats.empty();
-    for (const auto& per_seed : stats) {
-      if (!per_seed.is_array() || o >= per_seed.size()) continue;
-      const Json& s = per_seed[o];
-      double max_abs = NumberOr(s, "max_abs"), sd = NumberOr(s, "std"), mean = NumberOr(s, "mean");
-      double numel = NumberOr(s, "numel", 1);
-      if (max_abs >= th.near_zero_max_abs) all_zero = false;
-      double scale = std::max(std::fabs(mean), max_abs);
-      if (numel <= 1 || scale <= 0 || sd / scale >= th.near_constant_rel_std) all_constant = false;
-    }
-    if (all_zero)
-      AddFlag(&b, flags::kNearZero,
-              rescue.empty()
-                  ? fmt::format("output {} is near zero for every seed (max |x| < {:g}): a kernel writing zeros would pass",
-                                o, th.near_zero_max_abs)
-                  : fmt::format("output {} is near zero for every seed (max |x| < {:g}){}", o, th.near_zero_max_abs,
-                                rescue));
-    else if (all_constant)
-      AddFlag(&b, flags::kNearConstant,
-              rescue.empty()
-                  ? fmt::format("output {} is near constant for every seed: a kernel writing one value would pass", o)
-                  : fmt::format("output {} is near constant for every seed{}", o, rescue));
-    const Json seed_diff = capture.value("seed_rel_diff", Json::array());
-    if (o < seed_diff.size() && seed_diff[o].is_number() && b.outputs[o].Numel() > 0 &&
-        seed_diff[o].get<double>() < th.seed_independent_rel_diff && !all_zero)
-      AddFlag(&b, flags::kSeedIndependent,
-              fmt::format("output {} does not change with the inputs: a kernel returning a stored answer would pass", o));
-    const Json repeat_diff = capture.value("repeat_rel_diff", Json::array());
-    if (o < repeat_diff.size() && repeat_diff[o].is_number() &&
-        repeat_diff[o].get<double>() > th.stochastic_rel_diff)
-      AddFlag(&b, flags::kStochastic,
-              fmt::format("output {} changes between runs on identical inputs (random ops such as dropout)", o));
-  }
-  if (b.ref_error.is_null() || (b.ref_error.is_array() && !b.ref_error.empty() && b.ref_error[0].is_null()))
-    AddFlag(&b, flags::kNoFp64,
-            "the reference cannot run in float64, so tolerances fall back to comparing with the fp32 reference");
-
-  std::string dtype = ComputeDtype(b);
-  // A floor only means something against a GPU's measured ceilings.
-  if (device.available) {
-    b.floor_ms = FloorMs(b.min_bytes, b.matrix_flops, b.conv_flops, std::max(0.0, b.flops - b.matrix_flops), dtype,
-                         ceilings, &b.floor_bound);
-    double io_bytes = 0;
-    for (const auto& t : b.inputs)
-      if (t.role == "input") io_bytes += t.Numel() * DtypeBytes(t.dtype);
-    for (const auto& t : b.outputs) io_bytes += t.Numel() * DtypeBytes(t.dtype);
-    if (ceilings.bandwidth_bytes_per_s > 0) b.hard_floor_ms = 1e3 * io_bytes / ceilings.bandwidth_bytes_per_s;
-  }
-  return b;
-}
-
 Json ToJson(const TaskBundle& b) {
   Json j;
   j["task_name"] = b.task_name;
@@ -291,12 +179,9 @@ TaskBundle BundleFromJson(const Json& j) {
   b.task_name = j.value("task_name", "");
   b.task_path = j.value("task_path", "");
   b.task_hash = j.value("task_hash", "");
-  if (j.contains("device")) {
-    Json hello{{"device", j["device"]}, {"torch", j["device"].value("torch", "")}};
-    b.device = DeviceInfoFromHello(hello);
-  }
-  for (const auto& t : j.value("inputs", Json::array())) b.inputs.push_back(TensorFromJson(t, "input"));
-  for (const auto& t : j.value("outputs", Json::array())) b.outputs.push_back(TensorFromJson(t, "output"));
+  if (j.contains("device")) b.device = DeviceInfoFromJson(j["device"]);
+  for (const auto& t : j.value("inputs", Json::array())) b.inputs.push_back(TensorSpecFromJson(t, "input"));
+  for (const auto& t : j.value("outputs", Json::array())) b.outputs.push_back(TensorSpecFromJson(t, "output"));
   b.n_forward_inputs = j.value("n_forward_inputs", 0);
   b.training = j.value("training", false);
   b.flops = j.value("flops", 0.0);
@@ -317,8 +202,8 @@ TaskBundle BundleFromJson(const Json& j) {
   if (j.contains("eager_ms")) b.eager_ms = SampleSummaryFromJson(j["eager_ms"]);
   if (j.contains("compile_ms")) b.compile_ms = SampleSummaryFromJson(j["compile_ms"]);
   b.compile_error = j.value("compile_error", "");
-  const Json dists = j.value("distributions", Json::object());  // a named copy: items() must not outlive it
-  for (const auto& [name, d] : dists.items()) {
+  const Json distributions = j.value("distributions", Json::object());  // items() must not outlive it
+  for (const auto& [name, d] : distributions.items()) {
     DistributionFacts f;
     f.about = d.value("about", "");
     f.finite = d.value("finite", false);

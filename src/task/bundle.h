@@ -22,6 +22,10 @@ struct TensorSpec {
   long long Numel() const;
 };
 
+/// A tensor of a signature or a bundle file ("torch." dtype prefixes dropped).
+TensorSpec TensorSpecFromJson(const Json& j, const std::string& default_role);
+Json ToJson(const TensorSpec& t);
+
 /// Bytes per element of a dtype name (float32 -> 4).
 double DtypeBytes(const std::string& dtype);
 
@@ -123,12 +127,6 @@ DistributionPlan PlanDistributions(const TaskBundle& b,
 
 /// One line: "the task's inputs, signed, wide (not: ... reference not finite)".
 std::string DescribeDistributions(const DistributionPlan& plan);
-
-/// Builds the bundle from the worker's `capture` reply: parses the signature
-/// and graph, raises degeneracy flags, and computes the floor from ceilings.
-TaskBundle BundleFromCapture(const Task& task, const std::string& task_hash, const Json& capture,
-                             const DeviceInfo& device, const Ceilings& ceilings,
-                             const DegeneracyThresholds& thresholds = {});
 
 /// The data type the task computes in: a 16-bit input's type if there is
 /// one, else the first output's ("float32" for an empty signature).

@@ -36,6 +36,12 @@ Json ToJson(const DeviceInfo& d) {
               {"available", d.available}, {"torch", d.torch_version}};
 }
 
+DeviceInfo DeviceInfoFromJson(const Json& j) {
+  if (!j.is_object()) return DeviceInfo{};
+  const Json& torch = j.contains("torch") && j["torch"].is_string() ? j["torch"] : Json("");
+  return DeviceInfoFromHello(Json{{"device", j}, {"torch", torch}});
+}
+
 std::optional<NominalRates> NominalRatesPerSmClock(int major, int minor) {
   // Dense FLOP per SM per clock. Hopper (9.0): 128 FP32 lanes x 2, and the
   // H100 SXM tensor peaks (989 TFLOP/s bf16 at 132 SMs x 1.83 GHz -> 4096).
@@ -45,36 +51,6 @@ std::optional<NominalRates> NominalRatesPerSmClock(int major, int minor) {
   // Ada / GA10x (8.6, 8.9): 128 FP32 lanes x 2; tensor rates per SM halve.
   if (major == 8) return NominalRates{256, 512, 1024, 1024};
   return std::nullopt;
-}
-
-Ceilings CeilingsFromProbes(const Json& reply, const DeviceInfo& device) {
-  Ceilings c;
-  c.probes = reply;
-  if (reply.contains("bandwidth") && reply["bandwidth"].is_array())
-    for (const auto& p : reply["bandwidth"])
-      if (p.contains("bytes_per_s") && p["bytes_per_s"].is_number())
-        c.bandwidth_bytes_per_s = std::max(c.bandwidth_bytes_per_s, p["bytes_per_s"].get<double>());
-  if (reply.contains("matmul") && reply["matmul"].is_array()) {
-    for (const auto& p : reply["matmul"]) {
-      if (!p.contains("flops_per_s") || !p["flops_per_s"].is_number()) continue;
-      double f = p["flops_per_s"].get<double>();
-      std::string probe = p.value("probe", "");
-      std::string dtype = p.value("dtype", "");
-      if (probe.find("tf32") != std::string::npos) c.tf32_flops_per_s = std::max(c.tf32_flops_per_s, f);
-      else if (dtype == "bfloat16" || probe.find("bf16") != std::string::npos) c.bf16_flops_per_s = std::max(c.bf16_flops_per_s, f);
-      else if (dtype == "float16" || probe.find("fp16") != std::string::npos) c.fp16_flops_per_s = std::max(c.fp16_flops_per_s, f);
-      else c.fp32_flops_per_s = std::max(c.fp32_flops_per_s, f);
-    }
-  }
-  if (auto nominal = NominalRatesPerSmClock(device.cc_major, device.cc_minor);
-      nominal && device.sm_count > 0 && device.max_sm_clock_mhz > 0) {
-    double per_clock = device.sm_count * device.max_sm_clock_mhz * 1e6;
-    c.fp32_flops_per_s = std::max(c.fp32_flops_per_s, nominal->fp32 * per_clock);
-    c.tf32_flops_per_s = std::max(c.tf32_flops_per_s, nominal->tf32 * per_clock);
-    c.bf16_flops_per_s = std::max(c.bf16_flops_per_s, nominal->bf16 * per_clock);
-    c.fp16_flops_per_s = std::max(c.fp16_flops_per_s, nominal->fp16 * per_clock);
-  }
-  return c;
 }
 
 Json ToJson(const Ceilings& c) {

@@ -22,8 +22,11 @@ struct DeviceInfo {
   std::string Key() const;  ///< stable id for caches: name, SMs, torch version
 };
 
+/// The device of a `hello` reply ({"torch", "device": {...}}).
 DeviceInfo DeviceInfoFromHello(const Json& hello);
 Json ToJson(const DeviceInfo& d);
+/// The inverse of ToJson (the device in bundle, profile and bench files).
+DeviceInfo DeviceInfoFromJson(const Json& j);
 
 /// Peak rates the floor uses. Each is the best of kopt's measured probes and
 /// the architecture's nominal rate at the device's max clock, so the floor
@@ -34,11 +37,9 @@ struct Ceilings {
   double tf32_flops_per_s = 0;
   double bf16_flops_per_s = 0;
   double fp16_flops_per_s = 0;
-  Json probes;                    ///< the worker's raw probe results
+  Json probes;                    ///< the worker's probe results, as it sent them
 };
 
-/// Builds ceilings from a `ceilings` reply and the device's nominal rates.
-Ceilings CeilingsFromProbes(const Json& reply, const DeviceInfo& device);
 Json ToJson(const Ceilings& c);
 Ceilings CeilingsFromJson(const Json& j);
 
