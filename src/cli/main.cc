@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   kopt::AddBenchCommand(&app, &exit_code);
   kopt::AddProfileCommand(&app, &exit_code);
   kopt::AddReportCommand(&app, &exit_code);
+  kopt::AddRunsCommand(&app, &exit_code);
+  kopt::AddShowCommand(&app, &exit_code);
   app.footer(
       "\nExamples:\n"
       "  kopt bench tasks/                                   run the suite: baselines, floors, solutions\n"
