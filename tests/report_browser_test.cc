@@ -108,18 +108,29 @@ bool Near(const Rgb& a, const Rgb& b, int tolerance = 10) {
          std::abs(a.b - b.b) <= tolerance;
 }
 
-// Pixels of `color` inside `box`, and in the whole image.
+// Pixels of `color` in one box, in any box of its kind (the same picture of
+// every task), and in the whole screenshot.
 struct Count {
-  long inside = 0, total = 0;
+  long inside = 0, in_kind = 0, total = 0;
+  long outside() const { return total - in_kind; }
 };
-Count CountColor(const Image& img, const Box& box, const std::string& hex, int tolerance = 10) {
+bool In(const Box& b, int x, int y) {
+  return x >= b.x && x < b.x + b.w && y >= b.y && y < b.y + b.h;
+}
+Count CountColor(const Image& img, const Box& box, const std::vector<Box>& kind,
+                 const std::string& hex, int tolerance = 10) {
   const Rgb c = testing::ParseHexColor(hex);
   Count n;
   for (int y = 0; y < img.height; ++y)
     for (int x = 0; x < img.width; ++x) {
       if (!Near(img.at(x, y), c, tolerance)) continue;
       ++n.total;
-      if (x >= box.x && x < box.x + box.w && y >= box.y && y < box.y + box.h) ++n.inside;
+      if (In(box, x, y)) ++n.inside;
+      for (const Box& b : kind)
+        if (In(b, x, y)) {
+          ++n.in_kind;
+          break;
+        }
     }
   return n;
 }
@@ -193,23 +204,28 @@ void CheckRunPage(const fs::path& db, const std::string& run_id, int tasks, cons
   EXPECT_GT(inked, static_cast<long>(img.pixels.size() / 50)) << "the screenshot is almost blank";
   EXPECT_GT(colors.size(), 30u);
 
+  std::vector<Box> trees, charts, diffs;
+  for (int i = 0; i < tasks; ++i) {
+    for (auto [kind, list] : {std::pair{"tree", &trees}, {"progress", &charts}, {"diff", &diffs}}) {
+      const std::string id = fmt::format("{}-{}", kind, i);
+      ASSERT_TRUE(boxes.count(id)) << id << " has no box";
+      list->push_back(boxes[id]);
+    }
+  }
   for (int i = 0; i < tasks; ++i) {
     SCOPED_TRACE(fmt::format("task {}", i));
-    const std::string tree_id = fmt::format("tree-{}", i),
-                      progress_id = fmt::format("progress-{}", i),
-                      diff_id = fmt::format("diff-{}", i);
-    ASSERT_TRUE(boxes.count(tree_id) && boxes.count(progress_id) && boxes.count(diff_id));
-    const Box tree = boxes[tree_id], progress = boxes[progress_id], diff = boxes[diff_id];
+    const Box tree = trees[i], chart = charts[i], diff = diffs[i];
     // Reading order: tree, then the chart, then the diff.
-    EXPECT_LT(tree.y, progress.y);
-    EXPECT_LT(progress.y, diff.y);
+    EXPECT_LT(tree.y, chart.y);
+    EXPECT_LT(chart.y, diff.y);
     if (diff.y + diff.h > height) continue;  // below the screenshot (a very long page)
 
     // The tree: each node colour the SVG uses fills its circles inside the
-    // tree's box (about 250 px a node), and nowhere else on the page.
-    const std::string tree_svg = Element(dom.out, tree_id, "svg");
+    // tree's box (about 250 px a node), and in no other part of the page.
+    const std::string tree_svg = Element(dom.out, fmt::format("tree-{}", i), "svg");
+    const std::string chart_svg = Element(dom.out, fmt::format("progress-{}", i), "svg");
     const size_t drawn = Occurrences(tree_svg, "class=\"node\"");
-    const bool measured = Element(dom.out, progress_id, "svg").find("<svg") != std::string::npos;
+    const bool measured = chart_svg.find("<svg") != std::string::npos;
     if (!expect.every_picture && (drawn == 0 || !measured)) continue;
     EXPECT_GT(drawn, 0u);
     long node_pixels = 0;
@@ -217,38 +233,39 @@ void CheckRunPage(const fs::path& db, const std::string& run_id, int tasks, cons
          {run_colors::kFaster, run_colors::kSlower, run_colors::kIncorrect,
           run_colors::kBuildFailed, run_colors::kCrashed, run_colors::kTimedOut}) {
       if (tree_svg.find(fmt::format("fill=\"{}\"", color)) == std::string::npos) continue;
-      Count c = CountColor(img, tree, color);
+      Count c = CountColor(img, tree, trees, color);
       EXPECT_GE(c.inside, 120) << color << " is used by the tree but hardly drawn in its box";
-      EXPECT_LE(c.total - c.inside, c.inside / 20 + 40) << color << " is drawn outside the tree";
+      EXPECT_LE(c.outside(), c.in_kind / 20 + 40) << color << " is drawn outside the trees";
       node_pixels += c.inside;
     }
     EXPECT_GE(node_pixels, static_cast<long>(drawn) * 120) << drawn << " nodes";
-    EXPECT_GE(CountColor(img, tree, run_colors::kBestRing).inside, 100) << "the best node's ring";
+    EXPECT_GE(CountColor(img, tree, trees, run_colors::kBestRing).inside, 100)
+        << "the best node's ring";
 
     // The chart: the best-so-far steps in their two colours.
-    const std::string chart_svg = Element(dom.out, progress_id, "svg");
-    ASSERT_NE(chart_svg.find("<svg"), std::string::npos) << "no chart drawn";
-    Count eager = CountColor(img, progress, run_colors::kBestVsEager);
+    ASSERT_TRUE(measured) << "no chart drawn";
+    Count eager = CountColor(img, chart, charts, run_colors::kBestVsEager);
     EXPECT_GE(eager.inside, 600) << "the best-over-eager line";
-    EXPECT_LE(eager.total - eager.inside, eager.inside / 20 + 40);
+    EXPECT_LE(eager.outside(), eager.in_kind / 20 + 40) << "the best-over-eager colour elsewhere";
     if (chart_svg.find(std::string("stroke=\"") + run_colors::kBestVsCompile) !=
         std::string::npos) {
-      EXPECT_GE(CountColor(img, progress, run_colors::kBestVsCompile).inside, 400)
+      EXPECT_GE(CountColor(img, chart, charts, run_colors::kBestVsCompile).inside, 400)
           << "the best-over-compile line";
     }
 
     // The diff: removed and added lines on their backgrounds.
     const bool has_diff =
-        Element(dom.out, diff_id, "table").find("class=\"diff\"") != std::string::npos;
+        Element(dom.out, fmt::format("diff-{}", i), "table").find("class=\"diff\"") !=
+        std::string::npos;
     if (expect.every_picture) {
       EXPECT_TRUE(has_diff) << "the fixture's best has a parent: its diff must be drawn";
     }
     if (has_diff) {
-      Count added = CountColor(img, diff, run_colors::kDiffAdded, 2);
-      Count removed = CountColor(img, diff, run_colors::kDiffRemoved, 2);
+      Count added = CountColor(img, diff, diffs, run_colors::kDiffAdded, 2);
+      Count removed = CountColor(img, diff, diffs, run_colors::kDiffRemoved, 2);
       EXPECT_GE(added.inside, 1000) << "added lines";
       EXPECT_GE(removed.inside, 1000) << "removed lines";
-      EXPECT_LE(added.total - added.inside, 100);
+      EXPECT_LE(added.outside() + removed.outside(), 100) << "diff colours outside the diffs";
     }
   }
 }

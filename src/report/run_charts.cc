@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -12,6 +13,8 @@ namespace kopt {
 namespace {
 
 constexpr double kWidth = 760;
+// A white outline under a label keeps it readable where it crosses a line.
+constexpr const char* kHalo = "stroke=\"#ffffff\" stroke-width=\"3\" paint-order=\"stroke\"";
 
 std::string F(double v) { return fmt::format("{:.1f}", v); }
 std::string E(const std::string& s) { return XmlEscape(s); }
@@ -39,6 +42,23 @@ std::string Circle(double x, double y, double r, const std::string& fill,
 
 // Roughly how wide a label is at 11px (for laying out legends).
 double TextWidth(const std::string& s, double font_px = 11) { return 0.56 * font_px * s.size(); }
+
+// Ticks in [lo, hi] at a 1-2-5 step, at most `max_ticks` of them.
+std::vector<double> NiceTicks(double lo, double hi, int max_ticks) {
+  std::vector<double> ticks;
+  if (!(hi >= lo) || max_ticks < 1) return ticks;
+  const double span = std::max(hi - lo, 1e-12);
+  double step = std::pow(10.0, std::floor(std::log10(span / max_ticks)));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (span / (m * step) <= max_ticks) {
+      step *= m;
+      break;
+    }
+  }
+  for (double v = std::ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-9; v += step)
+    ticks.push_back(std::fabs(v) < step * 1e-9 ? 0.0 : v);
+  return ticks;
+}
 
 std::string Speedup(double v) { return fmt::format("{:.2f}x", v); }
 
@@ -204,9 +224,11 @@ std::string SearchTreeSvg(const TaskView& task, const TreeLayoutOptions& options
     s += Text(x, y + 3.2, id, "middle",
               fmt::format("font-size=\"{}\" fill=\"{}\"", id.size() > 2 ? 7.5 : 9,
                           light ? "#1d2330" : "#ffffff"));
+    // Under the node, or over a root with children (its edges fan out below).
+    const bool above = p.parent < 0 && !n.children.empty();
     if (n.vs_eager)
-      s += Text(x, y + r + 11, fmt::format("{:.2f}x", *n.vs_eager), "middle",
-                "font-size=\"9.5\" fill=\"#283040\"");
+      s += Text(x, above ? y - r - 5 : y + r + 11, fmt::format("{:.2f}x", *n.vs_eager), "middle",
+                std::string("font-size=\"9.5\" fill=\"#283040\" ") + kHalo);
     s += "</g>";
   }
   for (const auto& m : layout.more) {
@@ -255,13 +277,13 @@ std::string ProgressSvg(const TaskView& task) {
       Open(kWidth, height, "Best speedup so far over eager and over torch.compile", "progress");
   s += Text(8, 18, "Best speedup so far (higher is faster), over the candidates evaluated", "start",
             "font-size=\"13\" font-weight=\"600\" fill=\"#1d2330\"");
-  for (double t : y.Ticks()) {
+  for (double t : NiceTicks(y.lo, y.hi, 8)) {
     s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#e6e8ef\"/>", F(left),
                      F(y.Map(t)), F(kWidth - right), F(y.Map(t)));
     s += Text(left - 6, y.Map(t) + 4, fmt::format("{:.3g}x", t), "end", "fill=\"#667\"");
   }
-  for (double t : x.Ticks()) {
-    if (std::fabs(t - std::round(t)) > 1e-9 || t < 1) continue;
+  for (double t : NiceTicks(1, n, 12)) {
+    if (std::fabs(t - std::round(t)) > 1e-9) continue;
     s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#e6e8ef\"/>",
                      F(x.Map(t)), F(top), F(x.Map(t)), F(height - bottom));
     s += Text(x.Map(t), height - bottom + 15, fmt::format("{:.0f}", t), "middle", "fill=\"#667\"");
@@ -280,7 +302,7 @@ std::string ProgressSvg(const TaskView& task) {
         "3\"/>",
         F(left), F(y.Map(1)), F(kWidth - right), F(y.Map(1)));
     s += Text(kWidth - right - 4, y.Map(1) - 4, "1x: as fast as the baseline", "end",
-              "fill=\"#667\"");
+              std::string("fill=\"#667\" ") + kHalo);
   }
   // Every measured candidate, then the best-so-far steps over them.
   for (const auto* p : pts) {
@@ -310,6 +332,7 @@ std::string ProgressSvg(const TaskView& task) {
   s += steps([](const ProgressPoint& p) { return p.best_vs_eager; }, run_colors::kBestVsEager);
   // Where the best over eager moved up: the node that did it.
   int labels = 0;
+  double last_label_x = -1e9;
   std::optional<double> last;
   for (const auto* p : pts) {
     if (!p->best_vs_eager || (last && *p->best_vs_eager <= *last)) continue;
@@ -320,9 +343,12 @@ std::string ProgressSvg(const TaskView& task) {
                        Speedup(*p->best_vs_eager), p->evaluated)) +
          "</title>" +
          Circle(px, py, 4.5, run_colors::kBestVsEager, "stroke=\"#ffffff\" stroke-width=\"1.5\"");
-    if (labels++ < 12)
+    if (labels < 12 && px - last_label_x >= 22) {  // ids never overlap
       s += Text(px, py - 8, fmt::format("#{}", p->node), "middle",
-                "font-size=\"9.5\" fill=\"#1d2330\"");
+                std::string("font-size=\"9.5\" fill=\"#1d2330\" ") + kHalo);
+      last_label_x = px;
+      ++labels;
+    }
     s += "</g>";
   }
   // Legend, right of the plot.

@@ -36,7 +36,7 @@ bool WellFormed(const std::string& html, std::string* why) {
     size_t lt = html.find('<', pos);
     if (lt == std::string::npos) break;
     std::smatch m;
-    std::string rest = html.substr(lt, 400);
+    std::string rest = html.substr(lt, html.find('>', lt) + 1 - lt);  // attributes hold no raw >
     if (!std::regex_search(rest, m, kTag, std::regex_constants::match_continuous)) {
       *why = "malformed tag at: " + rest.substr(0, 80);
       return false;

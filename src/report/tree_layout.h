@@ -24,7 +24,7 @@ struct TreeLayoutOptions {
   int max_columns = 34;  ///< leaves and "+N more" marks side by side, at most
   int max_nodes = 160;   ///< nodes drawn, at most (pinned ones always are)
   double column_px = 30;
-  double level_px = 58;
+  double level_px = 62;
   double margin_px = 24;  ///< around the drawing
 };
 
