@@ -81,7 +81,7 @@ TEST_F(RunCli, ShowSummarisesTheRun) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("run " + *id_), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("options: proposer tune"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("from the root: #0 -> #"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("from the root: #0, then #"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("fastest 5 of"), std::string::npos) << r.out;
   ProcessResult j = Kopt({"show", *id_, "--store", db_->string(), "--json"});
   ASSERT_EQ(j.exit_code, 0) << j.err;

@@ -424,7 +424,7 @@ std::string TaskSection(const TaskView& t, int i) {
     std::string moves;
     for (int id : t.PathTo(best->record.id))
       if (const NodeView* n = t.Find(id); n && n->record.parent)
-        moves += (moves.empty() ? "" : " \u2192 ") + fmt::format("#{} {}", id, n->record.move);
+        moves += (moves.empty() ? "" : " \u2192 ") + fmt::format("#{} [{}]", id, n->record.move);
     facts += H(moves.empty() ? "." : ", from the root by " + moves + ".");
   } else {
     facts += "No candidate was measured correct.";

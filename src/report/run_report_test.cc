@@ -9,6 +9,7 @@
 #include "report/run_charts.h"
 #include "report/run_report.h"
 #include "report/run_text.h"
+#include "report/table.h"
 #include "report/run_view.h"
 #include "testing/paths.h"
 #include "testing/run_fixture.h"
@@ -203,7 +204,7 @@ TEST_F(RunReportTest, ShowAndRunsText) {
             std::string::npos)
       << show;
   EXPECT_NE(show.find("task 0: 04_softmax"), std::string::npos);
-  EXPECT_NE(show.find("from the root: #0 -> #"), std::string::npos);
+  EXPECT_NE(show.find("from the root: #0, then #"), std::string::npos);
   EXPECT_NE(show.find("THREADS 512 -> 256"), std::string::npos);
   EXPECT_NE(show.find("fastest 3 of 5 measured"), std::string::npos) << show;
   EXPECT_NE(show.find("1 build failed"), std::string::npos) << show;
@@ -252,6 +253,18 @@ TEST_F(RunReportTest, SqliteStoreGivesTheSamePage) {
   fs::path out = db.parent_path() / "page.html";
   WriteRunReport(*store, id, db.string(), out);
   EXPECT_NE(ReadTextFile(out).find(db.string()), std::string::npos);
+}
+
+TEST(Table, AlignLeftKeepsIdsLeft) {
+  Table t({"id", "n"});
+  t.AlignLeft(0);
+  t.AddRow({"20261203-0812-3fa2", "1"});
+  t.AddRow({"20261203-0813-0001", "12"});
+  EXPECT_EQ(t.Render(),
+            "id                   n\n"
+            "----------------------\n"
+            "20261203-0812-3fa2   1\n"
+            "20261203-0813-0001  12\n");
 }
 
 TEST(RunReport, UnknownAndAmbiguousRunsAreOneSentence) {

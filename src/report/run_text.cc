@@ -31,6 +31,7 @@ std::string Join(const std::vector<std::string>& parts, const std::string& sep) 
 std::string RunsText(const std::vector<RunSummary>& runs) {
   if (runs.empty()) return "";
   Table t({"id", "started", "status", "tasks", "evaluated", "best vs eager (per task)", "spent"});
+  t.AlignLeft(0);
   for (const auto& r : runs) {
     int evaluated = 0;
     std::vector<std::string> best;
@@ -116,10 +117,10 @@ std::string ShowText(const RunView& v, int top) {
       std::vector<std::string> path;
       for (int id : t.PathTo(best->record.id)) {
         const NodeView* n = t.Find(id);
-        path.push_back(n->record.parent ? fmt::format("#{} {}", id, n->record.move)
+        path.push_back(n->record.parent ? fmt::format("#{} [{}]", id, n->record.move)
                                         : fmt::format("#{}", id));
       }
-      s += "    from the root: " + Join(path, " -> ") + "\n";
+      s += "    from the root: " + Join(path, ", then ") + "\n";
     } else {
       s += "  best: none measured correct\n";
     }
