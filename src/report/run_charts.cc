@@ -68,14 +68,6 @@ std::string HumanSeconds(double s) {
   return fmt::format("{:.3g} h", s / 3600);
 }
 
-std::string VerdictWords(const std::string& verdict) {
-  if (verdict == "measured") return "correct";
-  if (verdict == "pending") return "not yet evaluated";
-  std::string s = verdict;
-  std::replace(s.begin(), s.end(), '_', ' ');
-  return s;
-}
-
 // The hover text of a node: what it is, what made it, how it did.
 std::string NodeTitle(const TaskView& task, const NodeView& n, bool best) {
   std::string s = fmt::format("#{} {}", n.record.id, n.record.name);

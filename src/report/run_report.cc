@@ -27,7 +27,6 @@ section.task { margin-top: 2.4em; } h3 { font-size: 1em; margin: 1.6em 0 0.3em; 
 table.kv td:first-child { color: #556; white-space: nowrap; }
 .tree-wrap { overflow-x: auto; }
 tr.best td { background: #fff6d6; }
-.pill { display: inline-block; padding: 0 0.45em; border-radius: 3px; color: white; font-size: 0.85em; }
 table.diff { border-collapse: collapse; width: 100%; table-layout: fixed; font-family: ui-monospace, Menlo, monospace;
              font-size: 0.76em; margin: 0.4em 0; }
 table.diff td, table.diff th { border: none; padding: 0 5px; white-space: pre-wrap; word-break: break-all; }
@@ -66,14 +65,6 @@ std::string Table(const std::vector<std::string>& headers,
     s += "</tr>";
   }
   return s + "</tbody></table>";
-}
-
-std::string VerdictWords(const std::string& verdict) {
-  if (verdict == "measured") return "correct";
-  if (verdict == "pending") return "not yet evaluated";
-  std::string s = verdict;
-  std::replace(s.begin(), s.end(), '_', ' ');
-  return s;
 }
 
 std::string VerdictHtml(const NodeView& n) {

@@ -12,14 +12,6 @@ namespace {
 std::string X(const std::optional<double>& v) { return v ? FormatRatio(*v) : "-"; }
 std::string Ms(const std::optional<double>& v) { return v ? FormatMs(*v) : "-"; }
 
-std::string VerdictWords(const std::string& verdict) {
-  if (verdict == "measured") return "correct";
-  if (verdict == "pending") return "not yet evaluated";
-  std::string s = verdict;
-  std::replace(s.begin(), s.end(), '_', ' ');
-  return s;
-}
-
 std::string Join(const std::vector<std::string>& parts, const std::string& sep) {
   std::string s;
   for (size_t i = 0; i < parts.size(); ++i) s += (i ? sep : "") + parts[i];

@@ -273,6 +273,14 @@ std::optional<RunView> LoadRunView(const RunStore& store, const std::string& id_
   return v;
 }
 
+std::string VerdictWords(const std::string& verdict) {
+  if (verdict == "measured") return "correct";
+  if (verdict == "pending") return "not yet evaluated";
+  std::string s = verdict;
+  std::replace(s.begin(), s.end(), '_', ' ');
+  return s;
+}
+
 RunView RequireRunView(const RunStore& store, const std::string& id_or_prefix,
                        const std::string& store_label) {
   std::optional<RunView> v = LoadRunView(store, id_or_prefix);

@@ -102,6 +102,10 @@ struct RunView {
 /// Throws kopt::Error (from the store) when the prefix fits several runs.
 std::optional<RunView> LoadRunView(const RunStore& store, const std::string& id_or_prefix);
 
+/// A verdict as a reader says it: "correct", "build failed", "not yet
+/// evaluated".
+std::string VerdictWords(const std::string& verdict);
+
 /// LoadRunView, or kopt::Error, one sentence naming `store_label`, when no
 /// run matches.
 RunView RequireRunView(const RunStore& store, const std::string& id_or_prefix,
