@@ -84,6 +84,35 @@ _REDUCTIONS = {
     "smooth_l1_loss", "huber_loss", "kl_div", "binary_cross_entropy", "cosine_similarity",
 }
 
+# Operators that do no arithmetic, so 0 FLOPs is their rule, not a gap:
+# allocation, fills, views and metadata, copies and conversions, and pure
+# data movement (concatenation, indexing, padding, reordering). Anything
+# else seen without a rule is listed in the reply's `uncounted_ops`.
+_ZERO_FLOP = {
+    # allocation and fills
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like",
+    "ones", "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full", "scalar_tensor",
+    "lift_fresh", "lift_fresh_copy", "resize_", "resize_as_", "set_", "fill", "fill_", "zero_",
+    "arange", "record_stream",
+    # views and metadata
+    "alias", "detach", "view", "_unsafe_view", "reshape", "_reshape_alias", "as_strided", "expand",
+    "expand_as", "permute", "transpose", "t", "unsqueeze", "squeeze", "flatten", "unflatten", "view_as",
+    "narrow", "slice", "select", "split", "split_with_sizes", "chunk", "unbind", "movedim", "diagonal",
+    "unfold", "size", "stride", "numel", "dim", "is_contiguous", "sym_size", "sym_stride", "sym_numel",
+    "sym_storage_offset", "storage_offset", "_local_scalar_dense", "item", "is_same_size", "is_nonzero",
+    "view_as_real", "view_as_complex", "_conj", "conj", "resolve_conj", "resolve_neg",
+    # copies and conversions
+    "contiguous", "clone", "copy", "copy_", "_copy_from", "_copy_from_and_resize", "_to_copy", "to",
+    "type_as", "_has_compatible_shallow_copy_type",
+    # data movement
+    "cat", "stack", "hstack", "vstack", "index_select", "gather", "index", "_unsafe_index", "take",
+    "masked_select", "embedding", "flip", "roll", "rot90", "repeat", "tile", "repeat_interleave",
+    "constant_pad_nd", "pad", "reflection_pad1d", "reflection_pad2d", "replication_pad1d",
+    "replication_pad2d", "unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk", "tril", "triu",
+    "one_hot",
+}
+_ZERO_FLOP_BASES = {b.rstrip("_") for b in _ZERO_FLOP}
+
 
 def _base_name(func) -> str:
     name = func._schema.name
@@ -194,11 +223,19 @@ def _registry_flops(func, args, kwargs, out) -> Optional[int]:
         return None
 
 
-def op_flops(func, args, kwargs, out, outs: List[torch.Tensor]) -> int:
+def op_flops_or_none(func, args, kwargs, out, outs: List[torch.Tensor]) -> Optional[int]:
+    """The op's FLOPs by torch's registry, then kopt's rules (0 for ops that
+    do no arithmetic); None when no rule covers it."""
     v = _registry_flops(func, args, kwargs, out)
     if v is None:
         v = _own_flops(_base_name(func), args, kwargs, outs)
-    return int(v or 0)
+    if v is None and _base_name(func).rstrip("_") in _ZERO_FLOP_BASES:
+        v = 0
+    return v
+
+
+def op_flops(func, args, kwargs, out, outs: List[torch.Tensor]) -> int:
+    return int(op_flops_or_none(func, args, kwargs, out, outs) or 0)
 
 
 if TorchDispatchMode is not None:
@@ -206,6 +243,7 @@ if TorchDispatchMode is not None:
         def __init__(self):
             super().__init__()
             self.nodes: List[dict] = []
+            self.uncounted: dict = {}  # op name -> calls, for ops no FLOP rule covers
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
@@ -214,7 +252,11 @@ if TorchDispatchMode is not None:
                 ins = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
                 outs = [o for o in tree_flatten(out)[0] if isinstance(o, torch.Tensor)]
                 base = _base_name(func)
-                flops = op_flops(func, args, kwargs, out, outs)
+                rule = op_flops_or_none(func, args, kwargs, out, outs)
+                if rule is None:
+                    name = func._schema.name
+                    self.uncounted[name] = self.uncounted.get(name, 0) + 1
+                flops = int(rule or 0)
                 first = outs[0] if outs else (ins[0] if ins else None)
                 self.nodes.append({
                     "op": func._schema.name,
@@ -234,7 +276,7 @@ else:  # pragma: no cover
 def record_graph(ref: Reference, args: List[Any], seed: int) -> dict:
     if GraphRecorder is None:
         return {"nodes": [], "flops": 0, "flops_by_class": {"matrix": 0, "other": 0},
-                "error": "TorchDispatchMode unavailable"}
+                "error": "TorchDispatchMode unavailable", "uncounted_ops": None}
     rec = GraphRecorder()
     ref.restore()
     from .inputs import seed_all
@@ -246,7 +288,8 @@ def record_graph(ref: Reference, args: List[Any], seed: int) -> dict:
     matrix = sum(n["flops"] for n in rec.nodes if n["class"] == "matrix")
     other = sum(n["flops"] for n in rec.nodes if n["class"] != "matrix")
     return {"nodes": rec.nodes, "flops": matrix + other,
-            "flops_by_class": {"matrix": matrix, "other": other}}
+            "flops_by_class": {"matrix": matrix, "other": other},
+            "uncounted_ops": sorted(rec.uncounted)}
 
 
 def profile_kernels(ref: Reference, args: List[Any], seed: int, device, calls: int = 3) -> list:
@@ -354,6 +397,9 @@ def run_capture(req: dict, device) -> dict:
         "repeat_same_seed_rel_diff": same_rng,
         "ref_error": ref_error,
         "graph": graph,
+        # Ops seen with no FLOP rule (counted as 0, so the floor may be low);
+        # None when the graph could not be recorded.
+        "uncounted_ops": graph.pop("uncounted_ops", None),
         "min_bytes": min_bytes,
         "kernels": kernels,
         "distributions": distributions,

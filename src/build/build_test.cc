@@ -229,6 +229,27 @@ TEST(FakeNvccBuilder, CommandLineFlags) {
   EXPECT_EQ(commented.log.find("-lcublas"), std::string::npos) << commented.log;
 }
 
+// NvccFlags is the recipe the builder runs: exports write the same list.
+TEST(FakeNvccBuilder, RunsExactlyNvccFlags) {
+  FakeBuilder fake("build-recipe", "sm_90a");
+  BuildRequest request{"#include <cublas_v2.h>\n", "recipe", {"-DFOO=1"}};
+  BuildResult r = fake.builder->Build(request);
+  ASSERT_TRUE(r.ok) << r.log;
+  std::string args = "args:";
+  for (const auto& f : NvccFlags(fake.options, request)) args += " " + f;
+  args += " -o candidate.so candidate.cu\n";
+  EXPECT_NE(r.log.find(args), std::string::npos) << args << r.log;
+
+  BuilderOptions no_include;
+  no_include.arch = "sm_80";
+  std::vector<std::string> flags = NvccFlags(no_include, {"__global__ void k() {}\n", "", {}});
+  EXPECT_EQ(flags, (std::vector<std::string>{"-std=c++17", "-O3", "-lineinfo", "-Xcompiler",
+                                             "-fPIC", "-shared", "-Xptxas", "-v",
+                                             "-gencode=arch=compute_80,code=sm_80"}));
+  no_include.arch = "ampere";
+  EXPECT_THROW(NvccFlags(no_include, {}), Error);
+}
+
 TEST(FakeNvccBuilder, HashCoversSourceAndFlagsNotName) {
   FakeBuilder fake("build-hash");
   const std::string src = "__global__ void k() {}\n";

@@ -60,6 +60,13 @@ struct BuilderOptions {
   double timeout_s = 120;      ///< per compile; 0: none
 };
 
+/// The nvcc flags a builder made with `options` compiles `request` with, in
+/// order, without the output and input files (`-o candidate.so candidate.cu`
+/// follow them): the one definition of kopt's compile recipe, also written
+/// into exported files (src/report/export.h). Adds `-I<include_dir>` only when
+/// `options.include_dir` is set, as given. Throws kopt::Error for a bad arch.
+std::vector<std::string> NvccFlags(const BuilderOptions& options, const BuildRequest& request);
+
 /// An nvcc-backed builder with a content-addressed cache and a fixed pool of
 /// `jobs` worker threads. Runs `nvcc --version` once; throws kopt::Error when
 /// nvcc cannot be found or run, or the options are invalid.

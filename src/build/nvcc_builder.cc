@@ -153,7 +153,7 @@ class NvccBuilder : public Builder {
       }
       abi_header_ = ReadTextFile(abi);
     }
-    gencode_ = GencodeFlag(options_.arch);
+    GencodeFlag(options_.arch);  // throws for a bad arch now, not at the first build
     nvcc_ = FindNvcc(options_.nvcc);
     ProcessOptions version_options;
     version_options.timeout_s = 60;
@@ -196,18 +196,6 @@ class NvccBuilder : public Builder {
   }
 
  private:
-  std::vector<std::string> Flags(const BuildRequest& request) const {
-    std::vector<std::string> flags = {"-std=c++17", "-O3",     "-lineinfo", "-Xcompiler", "-fPIC",
-                                      "-shared",    "-Xptxas", "-v",        gencode_};
-    if (!options_.include_dir.empty()) flags.push_back("-I" + options_.include_dir.string());
-    if (IncludesCublas(request.source)) {
-      flags.push_back("-lcublas");
-      flags.push_back("-lcublasLt");
-    }
-    flags.insert(flags.end(), request.extra_flags.begin(), request.extra_flags.end());
-    return flags;
-  }
-
   std::optional<BuildResult> LoadPublished(const fs::path& dir) const {
     if (!IsPublished(dir)) return std::nullopt;
     BuildResult r;
@@ -242,7 +230,7 @@ class NvccBuilder : public Builder {
   }
 
   BuildResult BuildOne(const BuildRequest& request) {
-    std::vector<std::string> flags = Flags(request);
+    std::vector<std::string> flags = NvccFlags(options_, request);
     BuildResult r;
     r.arch = options_.arch;
     r.hash = ContentHash({request.source, Join(flags, "\n"), nvcc_version_, abi_header_});
@@ -308,12 +296,24 @@ class NvccBuilder : public Builder {
   BuilderOptions options_;
   std::string nvcc_;
   std::string nvcc_version_;
-  std::string abi_header_;  // hashed, so an ABI change rebuilds everything
-  std::string gencode_;
+  std::string abi_header_;         // hashed, so an ABI change rebuilds everything
   std::unique_ptr<JobPool> pool_;  // last: its threads stop before the rest goes
 };
 
 }  // namespace
+
+std::vector<std::string> NvccFlags(const BuilderOptions& options, const BuildRequest& request) {
+  std::vector<std::string> flags = {"-std=c++17", "-O3",   "-lineinfo",
+                                    "-Xcompiler", "-fPIC", "-shared",
+                                    "-Xptxas",    "-v",    GencodeFlag(options.arch)};
+  if (!options.include_dir.empty()) flags.push_back("-I" + options.include_dir.string());
+  if (IncludesCublas(request.source)) {
+    flags.push_back("-lcublas");
+    flags.push_back("-lcublasLt");
+  }
+  flags.insert(flags.end(), request.extra_flags.begin(), request.extra_flags.end());
+  return flags;
+}
 
 std::unique_ptr<Builder> MakeNvccBuilder(const BuilderOptions& options) {
   return std::make_unique<NvccBuilder>(options);

@@ -25,11 +25,68 @@ struct BenchArgs {
   double max_seconds = 2.0;
 };
 
+// One row of the results with what the table does not show: the contract
+// each solution was judged under (its second shape), and offline, the build.
+struct Row {
+  BenchRow row;
+  Json contract;  ///< null: the task's contract could not be read
+  Json build;     ///< offline runs: the build result; null otherwise
+};
+
+std::string SecondShapeText(const Json& contract) {
+  if (!contract.is_object() || !contract.contains("second_shape") ||
+      contract["second_shape"].empty())
+    return "";
+  std::string s;
+  for (auto it = contract["second_shape"].begin(); it != contract["second_shape"].end(); ++it)
+    s += fmt::format("{}{}={}", s.empty() ? "" : " ", it.key(), it.value().get<long long>());
+  return s;
+}
+
+Json ResultsJson(const std::string& suite, const Json& device, bool gpu,
+                 const std::vector<Row>& rows) {
+  Json j{{"suite", suite}, {"device", device}, {"gpu", gpu}, {"rows", Json::array()}};
+  for (const auto& r : rows) {
+    Json jr = ToJson(r.row);
+    jr["contract"] = r.contract;
+    jr["second_shape"] =
+        r.contract.is_object() ? r.contract.value("second_shape", Json::object()) : Json(nullptr);
+    if (!r.build.is_null()) jr["build"] = r.build;
+    j["rows"].push_back(jr);
+  }
+  return j;
+}
+
+// Every task with solutions, with the second shape its solutions are (or,
+// offline, would be) verified on too.
+std::string SecondShapeLines(const std::vector<Row>& rows, bool verified) {
+  std::string out, last;
+  int missing = 0;
+  for (const auto& r : rows) {
+    if (r.row.solution.empty() || r.row.task == last) continue;
+    last = r.row.task;
+    std::string shape = SecondShapeText(r.contract);
+    if (shape.empty()) ++missing;
+    out += fmt::format(
+        "  {:<44} {}\n", r.row.task,
+        shape.empty() ? "none: add \"second_shape\" to the task's <stem>.contract.json" : shape);
+  }
+  if (out.empty()) return "";
+  std::string head =
+      verified ? "Second shapes: every solution was also verified with these module-level sizes of "
+                 "its task (the task's contract)"
+               : "Second shapes each solution will also be verified on (the task's contract)";
+  return fmt::format("\n{}{}:\n{}", head,
+                     missing ? fmt::format(", {} task(s) have none", missing) : "", out);
+}
+
 // Without a GPU: say so, then do what can be done here — list the suite and
-// compile every cuda solution with the real nvcc.
+// compile every cuda solution with the real nvcc — and write it to --json
+// and --html, marked as run without a GPU.
 int RunOffline(const BenchArgs& a, const std::vector<Task>& tasks) {
-  fmt::print("No CUDA GPU is visible on this machine, so nothing can be timed; here is the suite, with every "
-             "cuda solution compiled.\n\n");
+  fmt::print(
+      "No CUDA GPU is visible on this machine, so nothing can be verified or timed; here is the "
+      "suite, with every cuda solution compiled.\n\n");
   CommonOptions o = a.common;
   Context ctx = MakeContext(o);
   std::vector<std::pair<std::string, Candidate>> cands;
@@ -40,16 +97,35 @@ int RunOffline(const BenchArgs& a, const std::vector<Task>& tasks) {
     if (c.kind == CandidateKind::kCuda) reqs.push_back({c.source, c.name, {}});
   PrintProgress(fmt::format("compiling {} cuda solutions for {}", reqs.size(), ctx.arch));
   std::vector<BuildResult> built = ctx.builder->BuildAll(reqs);
-  Table t({"task", "solution", "kind", "build", "seconds", "registers", "spilled B"});
+  Table t(
+      {"task", "solution", "kind", "build", "seconds", "registers", "spilled B", "second shape"});
+  std::vector<Row> rows;
   size_t bi = 0, ci = 0;
   int failures = 0;
   for (const auto& task : tasks) {
+    Row base;
+    base.row.task = task.name;
+    try {
+      base.contract = ToJson(ResolveContract(task, a.contract));
+    } catch (const Error& e) {
+      base.row.verdict = "task error";
+      base.row.reason = e.what();
+      ++failures;
+    }
+    std::string shape = base.contract.is_null() ? "contract error" : SecondShapeText(base.contract);
     bool any = false;
     for (; ci < cands.size() && cands[ci].first == task.name; ++ci) {
       any = true;
       const Candidate& c = cands[ci].second;
+      Row row = base;
+      row.row.solution = c.name;
+      row.row.kind = CandidateKindName(c.kind);
       if (c.kind != CandidateKind::kCuda) {
-        t.AddRow({task.name, c.name, "hybrid", "at eval", "-", "-", "-"});
+        if (row.row.verdict.empty())
+          row.row.verdict = "not run (hybrid: built by the worker at eval)";
+        t.AddRow(
+            {task.name, c.name, "hybrid", "at eval", "-", "-", "-", shape.empty() ? "-" : shape});
+        rows.push_back(row);
         continue;
       }
       const BuildResult& b = built[bi++];
@@ -60,14 +136,44 @@ int RunOffline(const BenchArgs& a, const std::vector<Task>& tasks) {
         spill += k.spill_load_bytes + k.spill_store_bytes;
       }
       failures += !b.ok;
-      t.AddRow({task.name, c.name, "cuda", b.ok ? "ok" : "FAILED", fmt::format("{:.2f}", b.compile_s),
-                b.ok ? std::to_string(regs) : "-", b.ok ? std::to_string(spill) : "-"});
+      if (row.row.verdict.empty())
+        row.row.verdict = b.ok ? "compiled (not run: no GPU)" : "build_failed";
+      if (!b.ok) row.row.reason = BuildFailureReason(b.log);
+      row.build = ToJson(b);
+      t.AddRow({task.name, c.name, "cuda", b.ok ? "ok" : "FAILED",
+                fmt::format("{:.2f}", b.compile_s), b.ok ? std::to_string(regs) : "-",
+                b.ok ? std::to_string(spill) : "-", shape.empty() ? "-" : shape});
+      rows.push_back(row);
     }
-    if (!any) t.AddRow({task.name, "-", "-", "-", "-", "-", "-"});
+    if (!any) {
+      if (base.row.verdict.empty()) base.row.verdict = "no solution";
+      t.AddRow({task.name, "-", "-", "-", "-", "-", "-", "-"});
+      rows.push_back(base);
+    }
   }
   fmt::print("{}", t.Render());
-  fmt::print("\n{} tasks, {} solutions, {} failed to compile. On a machine with a GPU, `kopt bench {}` times them.\n",
-             tasks.size(), cands.size(), failures, a.dir);
+  fmt::print(
+      "\n{} tasks, {} solutions, {} failed to compile. On a machine with a GPU, `kopt bench {}` "
+      "verifies and times them.\n",
+      tasks.size(), cands.size(), failures, a.dir);
+  fmt::print(
+      "Without a GPU, kopt can also verify and time (host clock, no floor) a Python candidate that "
+      "uses only PyTorch (`kopt eval TASK CANDIDATE.py --device cpu`), capture a task's signature "
+      "and FLOPs (`kopt capture TASK --device cpu`) and diagnose a saved profile (`kopt profile "
+      "--replay DIR`).\n");
+  Json device{
+      {"name",
+       fmt::format("no CUDA GPU visible: cuda solutions compiled for {}, nothing verified or timed",
+                   ctx.arch)}};
+  Json j = ResultsJson(a.dir, device, /*gpu=*/false, rows);
+  if (!a.json_out.empty()) {
+    WriteJsonFileAtomic(a.json_out, j);
+    fmt::print("wrote {}\n", a.json_out);
+  }
+  if (!a.html_out.empty()) {
+    WriteHtmlReport(a.html_out, j);
+    fmt::print("wrote {}\n", a.html_out);
+  }
   return failures ? 1 : 0;
 }
 
@@ -90,15 +196,18 @@ int RunBench(const BenchArgs& a) {
 
   EvalOptions opt;
   opt.timing["max_seconds"] = a.max_seconds;
-  std::vector<BenchRow> rows;
+  std::vector<Row> rows;
   std::string json_path = a.json_out;
   auto save = [&] {
     if (json_path.empty() && a.html_out.empty()) return;
-    Json j{{"suite", a.dir}, {"device", ToJson(ctx.evaluator->Device())}, {"rows", Json::array()}};
-    for (const auto& r : rows) j["rows"].push_back(ToJson(r));
+    Json j = ResultsJson(a.dir, ToJson(ctx.evaluator->Device()), /*gpu=*/true, rows);
     // After every row: an interruption loses nothing finished.
     if (!json_path.empty()) WriteJsonFileAtomic(json_path, j);
     if (!a.html_out.empty()) WriteHtmlReport(a.html_out, j);
+  };
+  auto add = [&](const BenchRow& row, const Json& contract) {
+    rows.push_back(Row{row, contract, nullptr});
+    save();
   };
   size_t index = 0;
   for (const auto& task : tasks) {
@@ -112,8 +221,7 @@ int RunBench(const BenchArgs& a) {
     } catch (const Error& e) {
       base.verdict = "task error";
       base.reason = e.what();
-      rows.push_back(base);
-      save();
+      add(base, nullptr);
       continue;
     }
     if (bundle.eager_ms) base.eager_ms = bundle.eager_ms->median;
@@ -121,19 +229,19 @@ int RunBench(const BenchArgs& a) {
     if (bundle.floor_ms > 0) base.floor_ms = bundle.floor_ms;
     base.flags = bundle.flags;
     try {
+      // The task's contract file (second shape included) and the command line's overrides.
       opt.contract = ResolveContract(task, a.contract);
     } catch (const Error& e) {
       base.verdict = "task error";
       base.reason = e.what();
-      rows.push_back(base);
-      save();
+      add(base, nullptr);
       continue;
     }
+    Json contract = ToJson(opt.contract);
     std::vector<Candidate> sols = FindSolutions(task);
     if (sols.empty()) {
       base.verdict = "no solution";
-      rows.push_back(base);
-      save();
+      add(base, contract);
       continue;
     }
     for (const auto& c : sols) {
@@ -146,8 +254,7 @@ int RunBench(const BenchArgs& a) {
       } catch (const Error& e) {
         row.verdict = "task error";
         row.reason = e.what();
-        rows.push_back(row);
-        save();
+        add(row, contract);
         continue;
       }
       row.verdict = OutcomeName(rec.outcome);
@@ -166,11 +273,13 @@ int RunBench(const BenchArgs& a) {
         row.reason = line.substr(0, 300);
       }
       PrintProgress(fmt::format("    {}: {}", c.name, OutcomeLine(rec.outcome).substr(0, 200)));
-      rows.push_back(row);
-      save();
+      add(row, contract);
     }
   }
-  fmt::print("\n{}", RenderBenchTable(rows));
+  std::vector<BenchRow> table;
+  for (const auto& r : rows) table.push_back(r.row);
+  fmt::print("\n{}", RenderBenchTable(table));
+  fmt::print("{}", SecondShapeLines(rows, /*verified=*/true));
   const DeviceInfo& dev = ctx.evaluator->Device();
   fmt::print("\n{} tasks on {} (torch {}); eager and vs-eager are interleaved with the solution in one session; "
              "compile is the cached torch.compile baseline.\n",
@@ -188,11 +297,14 @@ void AddBenchCommand(CLI::App* app, int* exit_code) {
       "bench", "Run a task suite: baselines, floor and every shipped solution, as a table and JSON");
   cmd->add_option("dir", args->dir, "Folder of KernelBench-format tasks (solutions in <level>/solutions/)")
       ->capture_default_str();
-  cmd->add_option("--filter", args->filter, "Only tasks whose path matches this regular expression");
+  cmd->add_option("--filter", args->filter, "Only tasks whose path matches this regular expression")
+      ->check(ValidRegex());
   cmd->add_flag("!--no-compile", args->compile, "Skip torch.compile baselines (they take a while to compile)");
   cmd->add_option("--json", args->json_out, "Write the results to this file (updated after every row)");
   cmd->add_option("--html", args->html_out, "Write an HTML report with charts to this file (updated after every row)");
-  cmd->add_option("--max-seconds", args->max_seconds, "Timing budget per contender")->capture_default_str();
+  cmd->add_option("--max-seconds", args->max_seconds, "Timing budget per contender")
+      ->capture_default_str()
+      ->check(PositiveNumber());
   AddContractOptions(cmd, &args->contract);
   AddCommonOptions(cmd, &args->common);
   cmd->callback([args, exit_code] { *exit_code = RunBench(*args); });

@@ -33,9 +33,25 @@ void PrintBundle(const TaskBundle& b) {
   fmt::print("\n{}", sig.Render());
   fmt::print("\nwork     {:.4g} GFLOP ({:.4g} in matrix ops), at least {:.4g} MB moved\n", b.flops / 1e9,
              b.matrix_flops / 1e9, b.min_bytes / 1e6);
-  fmt::print("floor    {} ms for the reference's algorithm ({}-bound at the measured ceilings); {} ms just to read "
-             "the inputs and write the outputs\n",
-             FormatMs(b.floor_ms), b.floor_bound, FormatMs(b.hard_floor_ms));
+  if (!b.uncounted_ops) {
+    fmt::print(
+        "uncounted unknown: captured before kopt listed the operators it has no FLOP rule "
+        "for (--refresh captures again)\n");
+  } else if (!b.uncounted_ops->empty()) {
+    std::string ops;
+    for (const auto& op : *b.uncounted_ops) ops += (ops.empty() ? "" : ", ") + op;
+    fmt::print(
+        "uncounted {}: run by the reference, but kopt has no FLOP rule for them, so they "
+        "count as 0 FLOPs and the floor may be low\n",
+        ops);
+  }
+  if (b.floor_ms <= 0)
+    fmt::print("floor    none: {} has no measured ceilings (a floor needs a GPU)\n", b.device.name);
+  else
+    fmt::print(
+        "floor    {} ms for the reference's algorithm ({}-bound at the measured ceilings); "
+        "{} ms just to read the inputs and write the outputs\n",
+        FormatMs(b.floor_ms), b.floor_bound, FormatMs(b.hard_floor_ms));
   if (b.training) fmt::print("mode     training (module.training is True, as KernelBench runs it)\n");
   if (b.eager_ms) fmt::print("eager    {} ms median (n={})\n", FormatMs(b.eager_ms->median), b.eager_ms->n);
   if (b.compile_ms) fmt::print("compile  {} ms median (n={})\n", FormatMs(b.compile_ms->median), b.compile_ms->n);
@@ -54,7 +70,7 @@ void PrintBundle(const TaskBundle& b) {
 }
 
 int RunCapture(const CaptureArgs& a) {
-  Task task = LoadTask(a.task);
+  Task task = LoadTask(a.task, PythonFor(a.common));
   if (WantsGpuButNoneVisible(a.common))
     throw Error("no CUDA GPU is visible on this machine: run kopt capture where a GPU is, or pass --device cpu.");
   Context ctx = MakeContext(a.common);

@@ -11,6 +11,8 @@ void AddEvalCommand(CLI::App* app, int* exit_code);
 void AddBenchCommand(CLI::App* app, int* exit_code);
 void AddProfileCommand(CLI::App* app, int* exit_code);
 void AddReportCommand(CLI::App* app, int* exit_code);
+void AddOptimizeCommand(CLI::App* app, int* exit_code);
+void AddExportCommand(CLI::App* app, int* exit_code);
 void AddRunsCommand(CLI::App* app, int* exit_code);
 void AddShowCommand(CLI::App* app, int* exit_code);
 

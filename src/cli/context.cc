@@ -2,19 +2,99 @@
 
 #include <unistd.h>
 
+#include <cmath>
+#include <cstdlib>
+#include <regex>
+
 #include <fmt/format.h>
 
+#include "build/abi_exports.h"
 #include "core/error.h"
 #include "core/gpu.h"
+#include "core/subprocess.h"
 
 namespace kopt {
+namespace fs = std::filesystem;
+namespace {
+
+// Why `python` (a path, or a name looked up on PATH) cannot be run; "" when
+// it can.
+std::string PythonProblem(const std::string& python) {
+  if (python.find('/') == std::string::npos)
+    return FindOnPath(python).empty() ? "there is no " + python + " on PATH" : "";
+  std::error_code ec;
+  if (!fs::exists(python, ec)) return "the interpreter " + python + " does not exist";
+  if (fs::is_directory(python, ec)) return python + " is a directory, not an interpreter";
+  if (::access(python.c_str(), X_OK) != 0) return python + " is not executable";
+  return "";
+}
+
+}  // namespace
+
+CLI::Validator PositiveNumber() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        size_t used = 0;
+        try {
+          v = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size() || !std::isfinite(v) || v <= 0)
+          return "give a finite number above zero, not " + text;
+        return "";
+      },
+      "NUMBER>0");
+}
+
+CLI::Validator ValidRegex() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        try {
+          std::regex re(text);
+        } catch (const std::regex_error& e) {
+          std::string why = e.what();
+          while (!why.empty() && (why.back() == '.' || why.back() == ' ')) why.pop_back();
+          if (!why.empty()) why[0] = static_cast<char>(std::tolower(why[0]));
+          return "'" + text + "' is not a valid regular expression (" + why + ")";
+        }
+        return "";
+      },
+      "REGEX");
+}
+
+std::string PythonFor(const CommonOptions& o) {
+  if (!o.python.empty()) return o.python;
+  if (const char* p = std::getenv("KOPT_PYTHON"); p && *p) return p;
+  return "python3";
+}
 
 void AddCommonOptions(CLI::App* app, CommonOptions* o) {
-  app->add_option("--device", o->device, "Where the worker runs: cuda:N, or cpu (no timing of GPU code)")
-      ->capture_default_str();
+  app->add_option("--device", o->device,
+                  "Where the worker runs: cuda, cuda:N, or cpu (no timing of GPU code)")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& d) -> std::string {
+            static const std::regex kDevice("cpu|cuda(:[0-9]+)?");
+            return std::regex_match(d, kDevice)
+                       ? ""
+                       : "give cpu, cuda or cuda:N (e.g. cuda:0), not " + d;
+          },
+          "cpu|cuda[:N]"));
   app->add_option("--cache", o->cache_dir, "Cache folder for builds, ceilings and bundles (default: ~/.cache/kopt)");
   app->add_option("--arch", o->arch, "nvcc target, e.g. sm_90 or sm_90a (default: the GPU's)");
-  app->add_option("--python", o->python, "Python with PyTorch for the worker (default: $KOPT_PYTHON, python3)");
+  app->add_option("--python", o->python,
+                  "Python with PyTorch for the worker (default: $KOPT_PYTHON, python3)")
+      ->check(CLI::Validator(
+          [](std::string& p) -> std::string {
+            std::string problem = PythonProblem(p);
+            if (problem.empty()) return "";
+            return problem +
+                   ": pass --python the path of a Python that has PyTorch, or leave --python out "
+                   "to use $KOPT_PYTHON or python3";
+          },
+          "PATH"));
   app->add_flag("--refresh", o->refresh, "Measure ceilings and capture tasks again, ignoring the cache");
   app->add_flag("!--no-sandbox", o->sandbox,
                 "Run candidates outside the OS sandbox (by default they get no network and may write only "
@@ -43,6 +123,12 @@ void AddContractOptions(CLI::App* app, ContractOverrides* o) {
       ->delimiter(',');
 }
 
+std::filesystem::path RunStorePath(const CommonOptions& o, const std::string& store_flag) {
+  if (!store_flag.empty()) return store_flag;
+  if (const char* p = std::getenv("KOPT_RUNS"); p && *p) return p;
+  return (o.cache_dir.empty() ? DefaultCacheDir() : std::filesystem::path(o.cache_dir)) / "runs.db";
+}
+
 bool WantsGpuButNoneVisible(const CommonOptions& o) {
   return o.device.rfind("cuda", 0) == 0 && !HaveCudaDevice();
 }
@@ -50,6 +136,14 @@ bool WantsGpuButNoneVisible(const CommonOptions& o) {
 void PrintProgress(const std::string& line) { fmt::print(stderr, "kopt: {}\n", line); }
 
 Context MakeContext(const CommonOptions& o) {
+  if (o.python.empty()) {
+    if (const char* env = std::getenv("KOPT_PYTHON"); env && *env) {
+      if (std::string problem = PythonProblem(env); !problem.empty())
+        throw Error("KOPT_PYTHON is set to " + std::string(env) + ", but " + problem +
+                    ": set KOPT_PYTHON to a Python that has PyTorch, unset it to use python3, or "
+                    "pass --python.");
+    }
+  }
   Context c;
   c.repo_root = FindRepoRoot();
   c.cache_dir = o.cache_dir.empty() ? DefaultCacheDir() : std::filesystem::path(o.cache_dir);
@@ -62,7 +156,9 @@ Context MakeContext(const CommonOptions& o) {
   bo.cache_dir = c.cache_dir / "builds";
   bo.include_dir = c.repo_root / "include";
   bo.arch = c.arch;
-  c.builder = MakeNvccBuilder(bo);
+  // A build that does not export kopt_forward with C linkage is a failed
+  // build, with the reason, not a crash when the worker loads it.
+  c.builder = WithAbiExportCheck(MakeNvccBuilder(bo));
   WorkerOptions wo;
   wo.repo_root = c.repo_root;
   wo.device = o.device;

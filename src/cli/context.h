@@ -24,8 +24,17 @@ struct CommonOptions {
 };
 
 /// Adds --device, --cache, --arch, --python, --refresh, --no-sandbox, -v to
-/// a subcommand.
+/// a subcommand. --device and --python are checked as they are parsed.
 void AddCommonOptions(CLI::App* app, CommonOptions* options);
+
+/// Option checks whose failure is one sentence and exit status 2.
+/// A finite number above zero (seconds, budgets).
+CLI::Validator PositiveNumber();
+/// A valid ECMAScript regular expression (--filter).
+CLI::Validator ValidRegex();
+
+/// The Python the worker runs: --python, else $KOPT_PYTHON, else python3.
+std::string PythonFor(const CommonOptions& options);
 
 /// Adds the contract's overrides (--contract, --precision,
 /// --forbid-torch-ops, --allow-torch-ops, --second-shape) to a subcommand.
@@ -43,6 +52,10 @@ struct Context {
 };
 
 Context MakeContext(const CommonOptions& options);
+
+/// The run store `kopt optimize` writes and runs/show/report/export read:
+/// --store when given, else $KOPT_RUNS, else <cache>/runs.db.
+std::filesystem::path RunStorePath(const CommonOptions& options, const std::string& store_flag);
 
 /// True when the command targets a CUDA device but none is visible.
 bool WantsGpuButNoneVisible(const CommonOptions& options);

@@ -3,6 +3,8 @@
 
 #include "cli/commands.h"
 #include "cli/context.h"
+#include "loop/tuner.h"
+#include "store/run_store.h"
 #include "core/error.h"
 #include "report/html_report.h"
 #include "report/table.h"
@@ -29,8 +31,12 @@ struct EvalArgs {
 std::string BuildLine(const EvalRecord& r) {
   if (!r.build) return "loaded by the worker (hybrid)";
   const BuildResult& b = *r.build;
-  std::string s = fmt::format("{} in {:.2f} s{}", b.ok ? "compiled" : "failed to compile", b.compile_s,
-                              b.cache_hit ? " (cached)" : "");
+  // "cached" only for a build an earlier process compiled; one this process
+  // compiled (in its prebuild, while the worker started) is "compiled".
+  std::string s = !b.ok ? fmt::format("failed to compile in {:.2f} s", b.compile_s)
+                  : b.cache_hit
+                      ? fmt::format("cached (compiled in {:.2f} s by an earlier run)", b.compile_s)
+                      : fmt::format("compiled in {:.2f} s", b.compile_s);
   for (const auto& k : b.resources)
     s += fmt::format("; {}: {} registers, {} B smem, {} B spilled", k.demangled.empty() ? k.kernel : k.demangled,
                      k.registers, k.smem_bytes, k.spill_store_bytes + k.spill_load_bytes);
@@ -93,41 +99,53 @@ void PrintRecord(const EvalRecord& r, const TaskBundle& bundle, const Contract& 
 }
 
 int RunEval(const EvalArgs& a) {
-  Task task = LoadTask(a.task);
+  Task task = LoadTask(a.task, PythonFor(a.common));
   Contract contract = ResolveContract(task, a.contract);
-  std::vector<Candidate> cands;
-  for (const auto& path : a.candidates) cands.push_back(LoadCandidate(path));
+  for (const auto& path : a.candidates) LoadCandidate(path);  // a bad path is one sentence, before any worker starts
   if (WantsGpuButNoneVisible(a.common))
     throw Error("no CUDA GPU is visible on this machine: run kopt eval where a GPU is, or pass --device cpu to "
                 "verify a hybrid candidate on the CPU.");
   Context ctx = MakeContext(a.common);
-  EvalOptions opt;
-  if (a.tolerance == "kernelbench") opt.policy.tolerance = TolerancePolicy::kKernelBench;
-  opt.seeds = a.seeds;
-  opt.contract = contract;
-  opt.time_compile = a.compile;
-  opt.timing["max_seconds"] = a.max_seconds;
-  opt.verify_timeout_s = a.timeout_s;
-  if (a.timed_checks >= 0) opt.policy.timed_check_p = a.timed_checks;
+  // The loop over the given files: the replay proposer, each a child of the
+  // root measured once (a sweep), nothing kept beyond this command.
+  LoopOptions o;
+  o.proposer = "replay";
+  for (const auto& path : a.candidates) o.proposer_options.replay_paths.push_back(path);
+  o.search = "sweep";
+  o.finalists = 0;
+  o.baselines = false;
+  o.compile_baseline = false;
+  o.arch = ctx.arch;
+  o.scratch = ctx.cache_dir / "loop";
+  if (a.tolerance == "kernelbench") o.eval.policy.tolerance = TolerancePolicy::kKernelBench;
+  o.eval.seeds = a.seeds;
+  o.eval.time_compile = a.compile;
+  o.eval.timing["max_seconds"] = a.max_seconds;
+  o.eval.verify_timeout_s = a.timeout_s;
+  if (a.timed_checks >= 0) o.eval.policy.timed_check_p = a.timed_checks;
   ctx.evaluator->Prewarm();
-  // Build while the worker starts; the bundle is cached after the first run.
-  ctx.evaluator->Prebuild(cands);
-  TaskBundle bundle = ctx.evaluator->Bundle(task, /*baselines=*/false, false);
+  auto store = MakeMemoryRunStore();
+  Tuner tuner(ctx.evaluator.get(), store.get(), o);
   Json records = Json::array();
   int failed = 0;
-  for (size_t i = 0; i < cands.size(); ++i) {
-    if (i) fmt::print("\n");
-    EvalRecord rec = ctx.evaluator->Evaluate(task, bundle, cands[i], opt);
-    PrintRecord(rec, bundle, contract);
-    failed += !std::holds_alternative<Measured>(rec.outcome);
-    records.push_back(ToJson(rec));
+  tuner.on_measurement.push_back([&](const NodeEvent& e) {
+    if (!e.record) return;
+    if (!records.empty()) fmt::print("\n");
+    PrintRecord(*e.record, *e.bundle, contract);
+    failed += !std::holds_alternative<Measured>(e.record->outcome);
+    records.push_back(ToJson(*e.record));
     // After every candidate: nothing finished is lost.
-    if (!a.json_out.empty()) WriteJsonFileAtomic(a.json_out, Json{{"bundle", ToJson(bundle)}, {"records", records}});
-    if (!a.html_out.empty()) WriteHtmlReport(a.html_out, Json{{"bundle", ToJson(bundle)}, {"records", records}});
-  }
+    Json j{{"bundle", ToJson(*e.bundle)}, {"records", records}};
+    if (!a.json_out.empty()) WriteJsonFileAtomic(a.json_out, j);
+    if (!a.html_out.empty()) WriteHtmlReport(a.html_out, j);
+  });
+  tuner.on_log = [](const std::string& line) { PrintProgress(line); };
+  LoopResult r = tuner.Run({LoopTask{task, contract, std::nullopt}});
+  if (!r.tasks.empty() && r.tasks[0].status == TaskStatus::kFailed) throw Error(r.tasks[0].error);
   if (!a.json_out.empty()) fmt::print("wrote {}\n", a.json_out);
   if (!a.html_out.empty()) fmt::print("wrote {}\n", a.html_out);
-  return failed ? 1 : 0;
+  int skipped = static_cast<int>(a.candidates.size()) - static_cast<int>(records.size());
+  return failed || skipped > 0 ? 1 : 0;
 }
 
 }  // namespace
@@ -146,9 +164,13 @@ void AddEvalCommand(CLI::App* app, int* exit_code) {
       ->check(CLI::IsMember({"calibrated", "kernelbench"}));
   cmd->add_option("--seeds", args->seeds, "Input seeds for verification")->delimiter(',')->capture_default_str();
   cmd->add_flag("--compile", args->compile, "Also time torch.compile, interleaved");
-  cmd->add_option("--max-seconds", args->max_seconds, "Timing budget per contender")->capture_default_str();
-  cmd->add_option("--timeout", args->timeout_s, "Seconds verification may take before the candidate counts as hung")
-      ->capture_default_str();
+  cmd->add_option("--max-seconds", args->max_seconds, "Timing budget per contender")
+      ->capture_default_str()
+      ->check(PositiveNumber());
+  cmd->add_option("--timeout", args->timeout_s,
+                  "Seconds verification may take before the candidate counts as hung")
+      ->capture_default_str()
+      ->check(PositiveNumber());
   cmd->add_option("--timed-checks", args->timed_checks,
                   "Chance that each timed call is checked after the fact (default 0.05; 1 checks every one)")
       ->check(CLI::Range(0.0, 1.0));

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "cli/commands.h"
 #include "cli/context.h"
@@ -110,16 +109,10 @@ void Print(const ProfileData& d, const DiagnosisReport& r) {
   if (!tiers.empty()) fmt::print("tier cost  {}\n", tiers);
 }
 
-std::string PythonFor(const CommonOptions& o) {
-  if (!o.python.empty()) return o.python;
-  if (const char* p = std::getenv("KOPT_PYTHON"); p && *p) return p;
-  return "python3";
-}
-
 /// Runs the tiers on the GPU: verification first (a wrong kernel is not
 /// worth profiling), then static, ncu tier 1, ncu tier 2 and the timeline.
 ProfileData Collect(const ProfileArgs& a, const fs::path& data_dir, fs::path* stored) {
-  Task task = LoadTask(a.task);
+  Task task = LoadTask(a.task, PythonFor(a.common));
   Candidate cand = LoadCandidate(a.candidate);
   if (WantsGpuButNoneVisible(a.common))
     throw Error("no CUDA GPU is visible on this machine: run kopt profile where a GPU is, or pass --replay DIR to "
@@ -248,7 +241,9 @@ void AddProfileCommand(CLI::App* app, int* exit_code) {
                   "Kernel timeline through the PyTorch profiler: auto (hybrids and multi-kernel calls), on, off")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
-  cmd->add_option("--max-seconds", args->max_seconds, "Timing budget of the verification run")->capture_default_str();
+  cmd->add_option("--max-seconds", args->max_seconds, "Timing budget of the verification run")
+      ->capture_default_str()
+      ->check(PositiveNumber());
   cmd->add_option("--json", args->json_out, "Write the classification and diagnoses to this file");
   cmd->add_option("--html", args->html_out, "Write an HTML report (roofline, utilization, diagnoses) to this file");
   cmd->add_option("--save", args->save_dir, "Also keep the raw ncu CSV, SASS and context in this folder");

@@ -96,5 +96,16 @@ TEST(Outcome, JsonCarriesVerdictAndReason) {
   EXPECT_EQ(OutcomeName(Outcome{m}), "measured");
 }
 
+// A failed build's one line names why, not ptxas' first chatter.
+TEST(Outcome, BuildFailureLineSaysWhy) {
+  EXPECT_EQ(OutcomeLine(BuildFailed{
+                "ptxas info    : 0 bytes gmem\nkopt: the shared object defines no kopt_forward\n"}),
+            "build failed: kopt: the shared object defines no kopt_forward");
+  EXPECT_EQ(BuildFailureReason(
+                "nvcc warning : x\ncandidate.cu(2): error: expected a \")\"\nkopt: nvcc failed\n"),
+            "candidate.cu(2): error: expected a \")\"");
+  EXPECT_EQ(BuildFailureReason("just one line"), "just one line");
+}
+
 }  // namespace
 }  // namespace kopt

@@ -19,6 +19,24 @@ std::string FirstLine(const std::string& s, size_t max_len = 160) {
 }
 }  // namespace
 
+std::string BuildFailureReason(const std::string& log) {
+  std::string kopt_line, first;
+  size_t pos = 0;
+  while (pos < log.size()) {
+    size_t end = log.find('\n', pos);
+    if (end == std::string::npos) end = log.size();
+    std::string line = log.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.empty()) continue;
+    if (first.empty()) first = line;
+    if (line.rfind("kopt:", 0) == 0)
+      kopt_line = line;
+    else if (line.find("error") != std::string::npos)
+      return FirstLine(line);
+  }
+  return FirstLine(kopt_line.empty() ? first : kopt_line);
+}
+
 std::string OutcomeName(const Outcome& o) {
   return std::visit(Overloaded{
                         [](const BuildFailed&) { return std::string("build_failed"); },
@@ -33,12 +51,14 @@ std::string OutcomeName(const Outcome& o) {
 std::string OutcomeLine(const Outcome& o) {
   return std::visit(
       Overloaded{
-          [](const BuildFailed& b) { return "build failed: " + FirstLine(b.log); },
+          [](const BuildFailed& b) { return "build failed: " + BuildFailureReason(b.log); },
           [](const Incorrect& i) {
             return "incorrect: " + (i.reasons.empty() ? std::string("outputs differ") : i.reasons.front());
           },
           [](const Crashed& c) { return "crashed (" + c.kind + "): " + FirstLine(c.message); },
-          [](const TimedOut& t) { return fmt::format("timed out after {:.1f} s in {}", t.after_s, t.phase); },
+          [](const TimedOut& t) {
+            return fmt::format("timed out after {:.1f} s in {}", t.after_s, t.phase);
+          },
           [](const Measured& m) {
             std::string s = fmt::format("correct, {:.4g} ms", m.time_ms.median);
             if (auto sp = m.SpeedupVsEager()) s += fmt::format(" ({:.2f}x vs eager)", *sp);

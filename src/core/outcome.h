@@ -82,6 +82,10 @@ using Outcome = std::variant<BuildFailed, Incorrect, Crashed, TimedOut, Measured
 std::string OutcomeName(const Outcome& outcome);
 /// One line for terminals: the verdict and its main reason.
 std::string OutcomeLine(const Outcome& outcome);
+
+/// The line of a build log that says why it failed: the compiler's first
+/// line naming an error, else kopt's own last "kopt:" line, else the first.
+std::string BuildFailureReason(const std::string& log);
 Json ToJson(const Outcome& outcome);
 /// The inverse of ToJson (a record read back from a file or the run store);
 /// an unreadable record is Crashed{"internal", ...}.

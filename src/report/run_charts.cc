@@ -98,13 +98,13 @@ std::string NodeTitle(const TaskView& task, const NodeView& n, bool best) {
 }  // namespace
 
 const char* NodeColor(const NodeView& n) {
+  if (n.record.kind == NodeKind::kReference) return run_colors::kReference;
   if (n.verdict == "measured")
     return n.vs_eager && *n.vs_eager > 1.0 ? run_colors::kFaster : run_colors::kSlower;
   if (n.verdict == "incorrect") return run_colors::kIncorrect;
   if (n.verdict == "build_failed") return run_colors::kBuildFailed;
   if (n.verdict == "crashed") return run_colors::kCrashed;
   if (n.verdict == "timed_out") return run_colors::kTimedOut;
-  if (n.record.kind == NodeKind::kReference) return run_colors::kReference;
   return run_colors::kPending;
 }
 

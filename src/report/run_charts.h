@@ -31,8 +31,8 @@ inline constexpr const char* kDiffRemoved = "#fcd9d9";    ///< background of a r
 inline constexpr const char* kBudgetBar = "#5b7bd5";
 }  // namespace run_colors
 
-/// The fill colour of a node with this verdict ("measured" splits on
-/// whether it beat eager).
+/// The fill colour of a node: the reference's own, else by verdict
+/// ("measured" splits on whether it beat eager).
 const char* NodeColor(const NodeView& node);
 
 /// The search tree: nodes coloured by verdict with their id inside, the

@@ -26,28 +26,12 @@ std::string Clip(std::string s, size_t max_chars = 240) {
   return s;
 }
 
-// A compiler log's first error line, else its first line.
-std::string FirstError(const std::string& log) {
-  size_t start = 0;
-  while (start < log.size()) {
-    size_t end = log.find('\n', start);
-    if (end == std::string::npos) end = log.size();
-    std::string line = log.substr(start, end - start);
-    std::string lower = line;
-    std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char c) { return std::tolower(c); });
-    if (lower.find("error") != std::string::npos) return FirstLine(line);
-    start = end + 1;
-  }
-  return FirstLine(log);
-}
-
 std::string MainReason(const Outcome& o) {
   return std::visit(
       [](const auto& v) -> std::string {
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, BuildFailed>) {
-          return FirstError(v.log);
+          return BuildFailureReason(v.log);
         } else if constexpr (std::is_same_v<T, Incorrect>) {
           return v.reasons.empty() ? "outputs differ" : v.reasons.front();
         } else if constexpr (std::is_same_v<T, Crashed>) {
@@ -122,7 +106,8 @@ RunOptionsView ReadOptions(const Json& o) {
       v.budget = BudgetLimitsFromJson(x);
     else if (k == "argv" && x.is_array()) {
       for (const auto& a : x) v.argv.push_back(a.is_string() ? a.get<std::string>() : a.dump());
-    } else {
+    } else if (!x.is_null() && !(x.is_string() && x.get<std::string>().empty()) &&
+               !(x.is_array() && x.empty()) && !(x.is_object() && x.empty())) {
       v.other.emplace_back(k, x.is_string() ? x.get<std::string>() : x.dump());
     }
   }

@@ -57,30 +57,6 @@ fs::path DefaultCacheDir() {
   return fs::temp_directory_path() / "kopt-cache";
 }
 
-Json ToJson(const EvalRecord& r) {
-  Json j{{"task", r.task_name},
-         {"candidate", r.candidate_name},
-         {"kind", r.candidate_kind},
-         {"outcome", ToJson(r.outcome)},
-         {"build_s", r.build_s},
-         {"verify_s", r.verify_s},
-         {"time_s", r.time_s},
-         {"source_to_verdict_s", r.source_to_verdict_s},
-         {"floor_ms", r.floor_ms}};
-  if (!r.contract.is_null()) j["contract"] = r.contract;
-  Json skipped = Json::array();
-  for (const auto& [name, why] : r.trust.distributions.skipped) skipped.push_back({{"name", name}, {"why", why}});
-  j["trust"] = {{"distributions_checked", r.trust.distributions.checked},
-                {"distributions_skipped", skipped},
-                {"clean_reference", r.trust.clean_reference},
-                {"sandbox", r.trust.sandbox}};
-  if (r.build) j["build"] = ToJson(*r.build);
-  if (!r.clean.is_null()) j["clean"] = r.clean;
-  if (!r.checks.is_null()) j["checks"] = r.checks;
-  if (!r.timing.is_null()) j["timing"] = r.timing;
-  return j;
-}
-
 Evaluator::Evaluator(Builder* builder, WorkerChannel* worker, EvaluatorConfig config, WorkerChannel* clean)
     : builder_(builder), worker_(worker), clean_(clean ? clean : worker), config_(std::move(config)) {
   std::random_device rd;
@@ -175,6 +151,11 @@ TaskBundle Evaluator::Bundle(const Task& task, bool baselines, bool compile) {
 
 std::optional<BuildResult> Evaluator::BuildCandidate(const Candidate& c) {
   if (c.kind != CandidateKind::kCuda) return std::nullopt;
+  // Prebuilt by this process: its own result (compiled, not cached).
+  {
+    std::lock_guard<std::mutex> lock(prebuilt_mu_);
+    if (auto it = prebuilt_.find(c.source); it != prebuilt_.end()) return it->second;
+  }
   return builder_->Build(BuildRequest{c.source, c.name, {}});
 }
 
@@ -202,7 +183,10 @@ void Evaluator::Prebuild(const std::vector<Candidate>& candidates) {
   std::vector<BuildRequest> requests;
   for (const auto& c : candidates)
     if (c.kind == CandidateKind::kCuda) requests.push_back({c.source, c.name, {}});
-  if (!requests.empty()) builder_->BuildAll(requests);
+  if (requests.empty()) return;
+  std::vector<BuildResult> results = builder_->BuildAll(requests);
+  std::lock_guard<std::mutex> lock(prebuilt_mu_);
+  for (size_t i = 0; i < requests.size(); ++i) prebuilt_[requests[i].source] = results[i];
 }
 
 Outcome Evaluator::FailureOutcome(const WorkerReply& r, const std::string& phase) {
@@ -271,15 +255,21 @@ EvalRecord Evaluator::Evaluate(const Task& task, const TaskBundle& bundle, const
   rec.task_name = task.name;
   rec.candidate_name = candidate.name;
   rec.candidate_kind = CandidateKindName(candidate.kind);
+  rec.source_hash = ContentHash({candidate.source});
   rec.floor_ms = bundle.floor_ms;
   rec.contract = ToJson(options.contract);
   auto t0 = std::chrono::steady_clock::now();
   Prewarm();  // the workers start while nvcc runs
 
   rec.build = BuildCandidate(candidate);
-  // A prebuilt candidate is a cache hit here; its nvcc time still belongs to
-  // the path from source to verdict.
-  rec.build_s = rec.build && rec.build->cache_hit ? rec.build->compile_s : Since(t0);
+  // A prebuilt candidate's nvcc time still belongs to the path from source to
+  // verdict.
+  bool prebuilt = false;
+  {
+    std::lock_guard<std::mutex> lock(prebuilt_mu_);
+    prebuilt = prebuilt_.count(candidate.source) > 0;
+  }
+  rec.build_s = rec.build && (rec.build->cache_hit || prebuilt) ? rec.build->compile_s : Since(t0);
   if (rec.build && !rec.build->ok) {
     rec.outcome = BuildFailed{rec.build->log};
     rec.source_to_verdict_s = rec.build_s;

@@ -1,10 +1,12 @@
-// The Runner: build, verify and time one candidate; capture tasks.
+// The real Runner: worker processes (a candidate worker, sandboxed, and a
+// clean one that never loads a candidate) and the nvcc builder.
 #pragma once
 
 #include <filesystem>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,56 +15,13 @@
 #include "core/json.h"
 #include "core/outcome.h"
 #include "core/task.h"
+#include "run/runner.h"
 #include "run/verdict.h"
 #include "run/worker_channel.h"
 #include "task/bundle.h"
 #include "task/device.h"
 
 namespace kopt {
-
-struct EvalOptions {
-  VerifyPolicy policy;
-  Contract contract;  ///< the task's (docs/verification.md, "Contract")
-  std::vector<int> seeds = {11, 12, 13};
-  bool time_compile = false;      ///< also time torch.compile, interleaved
-  Json timing = Json::object();   ///< overrides of the worker's TIMING fields
-  double verify_timeout_s = 120;  ///< a candidate still running then is hung
-  /// Added for hybrid candidates, whose loading may compile extensions
-  /// (load_inline takes about a minute).
-  double hybrid_load_timeout_s = 300;
-  double time_timeout_s = 600;
-};
-
-/// How verification and timing went beyond the verdict: what was checked,
-/// where the reference came from.
-struct TrustFacts {
-  DistributionPlan distributions;  ///< the input distributions checked and skipped
-  bool clean_reference = false;     ///< checked against a clean process
-  Json sandbox;                     ///< the candidate worker's sandbox report (null: not sandboxed)
-};
-
-/// Everything one evaluation produced; the verdict is `outcome`.
-struct EvalRecord {
-  std::string task_name;
-  std::string candidate_name;
-  std::string candidate_kind;
-  Outcome outcome = Crashed{"internal", "not evaluated"};
-  std::optional<BuildResult> build;
-  double build_s = 0;
-  double verify_s = 0;
-  double time_s = 0;
-  /// From source to verdict, timing excluded: nvcc's time for this source
-  /// (now, or in this process's prebuild) plus verification.
-  double source_to_verdict_s = 0;
-  double floor_ms = 0;
-  Json contract;  ///< the contract the candidate was judged under
-  TrustFacts trust;
-  Json clean;    ///< the clean process's facts the verdict used (ToJson(CleanFacts)); null: none
-  Json checks;   ///< the worker's raw evaluate reply
-  Json timing;   ///< the worker's raw time reply (all samples)
-};
-
-Json ToJson(const EvalRecord& r);
 
 struct EvaluatorConfig {
   std::filesystem::path cache_dir;  ///< ceilings and bundles live here
@@ -73,7 +32,7 @@ struct EvaluatorConfig {
 /// ~/.cache/kopt.
 std::filesystem::path DefaultCacheDir();
 
-class Evaluator {
+class Evaluator : public Runner {
  public:
   /// `worker` runs candidates; `clean` (may be null, then `worker` serves)
   /// is a second worker that never loads a candidate: capture, the
@@ -81,23 +40,16 @@ class Evaluator {
   Evaluator(Builder* builder, WorkerChannel* worker, EvaluatorConfig config, WorkerChannel* clean = nullptr);
 
   /// The worker's device (asks once).
-  const DeviceInfo& Device();
+  const DeviceInfo& Device() override;
   /// The device's ceilings, measured once per device and cached on disk.
-  const Ceilings& DeviceCeilings();
-  /// Captures the task (cached per task content and device). With
-  /// `baselines`, eager and (if `compile`) torch.compile are timed too.
-  /// Throws kopt::Error when the task cannot be loaded or run.
-  TaskBundle Bundle(const Task& task, bool baselines, bool compile);
-  /// Builds, verifies and (optionally) times one candidate.
+  const Ceilings& DeviceCeilings() override;
+  TaskBundle Bundle(const Task& task, bool baselines, bool compile) override;
   EvalRecord Evaluate(const Task& task, const TaskBundle& bundle, const Candidate& candidate,
-                      const EvalOptions& options);
+                      const EvalOptions& options) override;
   /// Starts both workers in the background (optional; they start on first use).
-  void Prewarm();
+  void Prewarm() override;
   /// Compiles several cuda candidates in parallel ahead of evaluation.
-  void Prebuild(const std::vector<Candidate>& candidates);
-
-  /// Progress lines ("capturing 03_softmax ...") go here when set.
-  std::function<void(const std::string&)> on_progress;
+  void Prebuild(const std::vector<Candidate>& candidates) override;
 
  private:
   std::optional<BuildResult> BuildCandidate(const Candidate& c);
@@ -116,6 +68,8 @@ class Evaluator {
   WorkerChannel* worker_;
   WorkerChannel* clean_;
   EvaluatorConfig config_;
+  std::mutex prebuilt_mu_;  ///< Prebuild may run on the loop's compile thread
+  std::map<std::string, BuildResult> prebuilt_;  ///< by source: what Prebuild compiled or found
   std::optional<DeviceInfo> device_;
   Json sandbox_report_;
   std::optional<Ceilings> ceilings_;

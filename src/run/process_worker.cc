@@ -177,12 +177,13 @@ class ProcessWorker : public WorkerChannel {
       std::vector<std::string> argv = {python};
       argv.insert(argv.end(), args.begin(), args.end());
       if (!child_.Start(argv, po)) {
-        tried += python + ": " + child_.error() + "; ";
+        tried += (tried.empty() ? "" : "; ") + python + ": " + child_.error();
         continue;
       }
       ++starts_;
       auto deadline = t0 + std::chrono::seconds(static_cast<int>(options_.start_timeout_s));
       std::string line;
+      bool no_torch = false;
       for (;;) {
         auto st = child_.ReadLine(&line, deadline);
         if (st != LineChild::ReadStatus::kLine) break;
@@ -193,19 +194,38 @@ class ProcessWorker : public WorkerChannel {
             if (!options_.sandbox_dir.empty()) CheckSandbox(msg.contains("sandbox") ? msg["sandbox"] : Json());
             return "";
           }
-          if (msg.value("event", "") == "startup_failed" && msg.contains("error") && msg["error"].is_object())
-            startup_failure = msg["error"].value("message", "");
+          if (msg.value("event", "") == "startup_failed" && msg.contains("error") &&
+              msg["error"].is_object()) {
+            std::string m = msg["error"].value("message", "");
+            if (m.find("No module named 'torch'") != std::string::npos)
+              no_torch = true;
+            else
+              startup_failure = m;
+          }
         } catch (const Json::parse_error&) {
         }
       }
       child_.Kill();
-      tried += python + ": " + LastLines(child_.StderrTail(), 2) + "; ";
+      std::string why = LastLines(child_.StderrTail(), 2);
+      if (no_torch || why.find("No module named 'torch'") != std::string::npos)
+        why = "it cannot import torch";
+      std::error_code ec;
+      if (why.empty() && python.find('/') != std::string::npos && !fs::exists(python, ec))
+        why = "it does not exist";
+      if (why.empty())
+        why = "it cannot be run or exited at once (" + child_.ExitDescription() + ")";
+      tried += (tried.empty() ? "" : "; ") + python + ": " + why;
     }
     if (!startup_failure.empty())
       return "the evaluation worker started but could not open " + options_.device + " (" + startup_failure +
              "): check that `python3 -c 'import torch; print(torch.cuda.is_available())'` prints True.";
-    return "could not start the evaluation worker (" + tried +
-           "): install PyTorch for python3 or set KOPT_PYTHON to a Python that has it.";
+    // The advice follows where the interpreter came from.
+    const char* env = std::getenv("KOPT_PYTHON");
+    std::string advice =
+        "install PyTorch for python3, or pass --python (or set KOPT_PYTHON) to a Python with it";
+    if (env && *env) advice = "set KOPT_PYTHON (or pass --python) to a Python that has PyTorch";
+    if (!options_.python.empty()) advice = "pass --python the path of a Python that has PyTorch";
+    return "could not start the evaluation worker (" + tried + "): " + advice + ".";
   }
 
   void CheckSandbox(const Json& report) {

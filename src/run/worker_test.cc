@@ -102,7 +102,11 @@ TEST(ProcessWorker, MissingPythonIsOneClearSentence) {
     worker->Call(Json{{"op", "hello"}}, 5);
     FAIL() << "expected kopt::Error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("KOPT_PYTHON"), std::string::npos);
+    // The interpreter came from the options (--python): the advice names it.
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/python3: it does not exist"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("pass --python"), std::string::npos) << e.what();
   }
 }
 

@@ -24,6 +24,7 @@ constexpr Entry kPolicies[] = {
     {"greedy", MakeGreedyPolicy},
     {"beam", MakeBeamPolicy},
     {"random", MakeRandomPolicy},
+    {"sweep", MakeSweepPolicy},
 };
 
 void Check(bool ok, const char* option, double value, const char* range) {

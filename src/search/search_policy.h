@@ -109,7 +109,8 @@ class SearchPolicy {
   bool Done() const { return tree().size() > 0 && tree().node(0).closed; }
 };
 
-/// "mcts" (default), "greedy", "beam" or "random"; throws kopt::Error naming
+/// "mcts" (default), "greedy", "beam", "random" or "sweep" (every proposal a
+/// child of the root, none refined); throws kopt::Error naming
 /// the choices for any other name, or naming the option out of range.
 std::unique_ptr<SearchPolicy> MakeSearchPolicy(const std::string& name,
                                                const SearchOptions& options);

@@ -337,7 +337,7 @@ TEST(SearchTree, MemoryPathsAndStableDump) {
 }
 
 TEST(SearchPolicy, NamesOptionsAndMisuse) {
-  EXPECT_EQ(SearchPolicyNames(), (std::vector<std::string>{"mcts", "greedy", "beam", "random"}));
+  EXPECT_EQ(SearchPolicyNames(), (std::vector<std::string>{"mcts", "greedy", "beam", "random", "sweep"}));
   for (const std::string& name : SearchPolicyNames()) {
     EXPECT_EQ(MakeSearchPolicy(name, {})->Name(), name);
   }
@@ -754,6 +754,10 @@ TEST(SearchPolicy, EveryPolicySolvesASimpleLandscape) {
     Played p = Play(name, Chain, o, {}, record);
     if (name == "random") {
       EXPECT_LT(p.drive.best, 0.75) << name;
+    } else if (name == "sweep") {
+      // One level only: the best child of the root, and nothing deeper.
+      EXPECT_NEAR(p.drive.best, 0.9, 1e-12) << name;
+      for (int d : depths) EXPECT_EQ(d, 0) << "a sweep expands only the root";
     } else {
       EXPECT_NEAR(p.drive.best, optimum, 1e-12) << name;
     }

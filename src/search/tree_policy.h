@@ -98,5 +98,6 @@ std::unique_ptr<SearchPolicy> MakeMctsPolicy(const SearchOptions& options);
 std::unique_ptr<SearchPolicy> MakeGreedyPolicy(const SearchOptions& options);
 std::unique_ptr<SearchPolicy> MakeBeamPolicy(const SearchOptions& options);
 std::unique_ptr<SearchPolicy> MakeRandomPolicy(const SearchOptions& options);
+std::unique_ptr<SearchPolicy> MakeSweepPolicy(const SearchOptions& options);
 
 }  // namespace kopt

@@ -154,6 +154,8 @@ TaskBundle BundleFromCapture(const Task& task, const std::string& task_hash, con
   b.training = sig.value("training", false);
 
   b.graph = capture.value("graph", Json::object());
+  if (capture.contains("uncounted_ops") && capture["uncounted_ops"].is_array())
+    b.uncounted_ops = capture["uncounted_ops"].get<std::vector<std::string>>();
   b.flops = NumberOr(b.graph, "flops");
   if (b.graph.contains("flops_by_class")) b.matrix_flops = NumberOr(b.graph["flops_by_class"], "matrix");
   b.min_bytes = NumberOr(capture, "min_bytes");
@@ -260,6 +262,7 @@ Json ToJson(const TaskBundle& b) {
   j["matrix_flops"] = b.matrix_flops;
   j["min_bytes"] = b.min_bytes;
   j["graph"] = b.graph;
+  if (b.uncounted_ops) j["uncounted_ops"] = *b.uncounted_ops;
   j["kernels"] = Json::array();
   for (const auto& k : b.kernels)
     j["kernels"].push_back({{"name", k.name}, {"calls", k.calls}, {"device_ms", k.device_ms}});
@@ -300,6 +303,8 @@ TaskBundle BundleFromJson(const Json& j) {
   b.matrix_flops = j.value("matrix_flops", 0.0);
   b.min_bytes = j.value("min_bytes", 0.0);
   b.graph = j.value("graph", Json::object());
+  if (j.contains("uncounted_ops") && j["uncounted_ops"].is_array())
+    b.uncounted_ops = j["uncounted_ops"].get<std::vector<std::string>>();
   for (const auto& k : j.value("kernels", Json::array()))
     b.kernels.push_back({k.value("name", ""), k.value("calls", 0.0), k.value("device_ms", 0.0)});
   b.ref_error = j.value("ref_error", Json());
@@ -312,7 +317,8 @@ TaskBundle BundleFromJson(const Json& j) {
   if (j.contains("eager_ms")) b.eager_ms = SampleSummaryFromJson(j["eager_ms"]);
   if (j.contains("compile_ms")) b.compile_ms = SampleSummaryFromJson(j["compile_ms"]);
   b.compile_error = j.value("compile_error", "");
-  for (const auto& [name, d] : j.value("distributions", Json::object()).items()) {
+  const Json dists = j.value("distributions", Json::object());  // a named copy: items() must not outlive it
+  for (const auto& [name, d] : dists.items()) {
     DistributionFacts f;
     f.about = d.value("about", "");
     f.finite = d.value("finite", false);

@@ -64,6 +64,11 @@ struct TaskBundle {
   double matrix_flops = 0;
   double min_bytes = 0;  ///< every ABI input read once, every output written once
   Json graph;            ///< aten-level op graph with shapes and FLOPs
+  /// Operators the reference ran that no FLOP rule covers (they count as 0
+  /// FLOPs, so the floor may be low); operators that do no arithmetic
+  /// (views, copies, fills, allocation, data movement) are not listed.
+  /// Absent: captured before kopt listed them.
+  std::optional<std::vector<std::string>> uncounted_ops;
   std::vector<ReferenceKernel> kernels;
   Json ref_error;        ///< per output: fp32 reference vs float64
 

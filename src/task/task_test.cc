@@ -102,6 +102,27 @@ TEST(Bundle, HealthyTaskHasNoFlagsAndMemoryFloor) {
   EXPECT_EQ(BundleFromCapture(t, "h", CaptureReply(0.8, 1.2), DeviceInfo{}, SomeCeilings()).floor_ms, 0);
 }
 
+// The operators capture charged no FLOPs travel with the bundle; a bundle
+// captured before they were listed says it does not know (absent), not
+// "none".
+TEST(Bundle, UncountedOpsRoundTripAndAbsenceIsUnknown) {
+  Task t{"/x/01_relu.py", "01_relu", TaskFormat::kKernelBench};
+  Json reply = CaptureReply(0.8, 1.2);
+  TaskBundle old = BundleFromCapture(t, "h", reply, DeviceInfo{}, SomeCeilings());
+  EXPECT_FALSE(old.uncounted_ops.has_value());
+  EXPECT_FALSE(BundleFromJson(ToJson(old)).uncounted_ops.has_value());
+  reply["uncounted_ops"] = {"aten::special_bessel_j0", "aten::cummax"};
+  TaskBundle b = BundleFromCapture(t, "h", reply, DeviceInfo{}, SomeCeilings());
+  ASSERT_TRUE(b.uncounted_ops.has_value());
+  EXPECT_EQ(b.uncounted_ops->size(), 2u);
+  TaskBundle back = BundleFromJson(ToJson(b));
+  ASSERT_TRUE(back.uncounted_ops.has_value());
+  EXPECT_EQ(*back.uncounted_ops, *b.uncounted_ops);
+  reply["uncounted_ops"] = Json::array();
+  EXPECT_TRUE(BundleFromJson(ToJson(BundleFromCapture(t, "h", reply, DeviceInfo{}, SomeCeilings())))
+                  .uncounted_ops->empty());
+}
+
 // cuDNN's fused RNN (nn.LSTM on a GPU) is matrix work cuDNN may run in
 // TF32, like its convolutions; other matrix work stays strict fp32.
 TEST(Bundle, CudnnRnnAndConvolutionFlopsCountAsTf32) {

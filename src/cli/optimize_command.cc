@@ -1,0 +1,330 @@
+// `kopt optimize TASK...`: search for a faster verified implementation of
+// each task within a budget, live progress, a final table, a durable run.
+#include <csignal>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/context.h"
+#include "core/error.h"
+#include "core/hash.h"
+#include "loop/tuner.h"
+#include "propose/knobs.h"
+#include "report/progress.h"
+#include "report/table.h"
+#include "run/replay_runner.h"
+#include "store/run_store.h"
+#include "task/task_loader.h"
+
+namespace kopt {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct OptimizeArgs {
+  CommonOptions common;
+  ContractOverrides contract;
+  std::vector<std::string> tasks;
+  std::string from;
+  std::string proposer = "tune";
+  std::vector<std::string> candidates;
+  std::string budget;
+  std::string objective = "time";
+  std::string search;
+  std::uint64_t seed = 1;
+  std::string out;
+  std::string resume;
+  std::string store;
+  std::string replay;
+  std::string json_out;
+  double max_seconds = 0.3;
+  double finalist_seconds = 1.0;
+  int finalists = 3;
+  int pipeline = 4;
+  bool compile = true;
+};
+
+constexpr const char* kDefaultBudget = "10m";
+constexpr const char* kDefaultTask = "tasks/level1/04_softmax.py";
+
+std::atomic<Tuner*> g_tuner{nullptr};
+
+void OnInterrupt(int) {
+  if (Tuner* t = g_tuner.load()) t->RequestStop();
+  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process
+}
+
+std::vector<Task> ExpandTasks(const std::vector<std::string>& args, const fs::path& root) {
+  std::vector<Task> out;
+  std::vector<std::string> list = args;
+  if (list.empty()) list.push_back((root / kDefaultTask).string());
+  for (const auto& a : list) {
+    if (fs::is_directory(a)) {
+      for (auto& t : FindTasks(a)) out.push_back(t);
+    } else {
+      out.push_back(LoadTask(a));
+    }
+  }
+  if (out.empty()) throw Error("no KernelBench task files found in the given folders: pass task files (.py).");
+  return out;
+}
+
+std::string Ratio(const std::optional<double>& r) { return r ? FormatRatio(*r) : std::string("-"); }
+
+// Without a GPU: say so, then show what the search would do — the tuner's
+// space for each task and its first proposals, compiled with the real nvcc.
+int RunOffline(const OptimizeArgs& a, const std::vector<Task>& tasks) {
+  fmt::print("No CUDA GPU is visible on this machine, so nothing can be measured; here is what kopt optimize would "
+             "search, with the first candidates compiled by nvcc.\n\n");
+  Context ctx = MakeContext(a.common);
+  Table t({"task", "proposer", "candidate", "move", "build", "registers"});
+  int failures = 0;
+  for (const Task& task : tasks) {
+    std::unique_ptr<Proposer> p;
+    ProposerOptions po;
+    for (const auto& c : a.candidates) po.replay_paths.push_back(c);
+    p = MakeProposer(a.proposer, po);
+    ProposeContext pc;
+    pc.task = task;
+    TaskBundle empty;
+    pc.bundle = &empty;
+    pc.arch = ctx.arch;
+    if (!a.from.empty()) pc.from = LoadCandidate(a.from);
+    try {
+      p->Begin(pc);
+    } catch (const Error& e) {
+      t.AddRow({task.name, a.proposer, "-", e.what(), "-", "-"});
+      continue;
+    }
+    std::vector<Proposal> props;
+    if (auto r = p->Root()) props.push_back(*r);
+    ParentView root;
+    if (!props.empty()) {
+      root.candidate = props[0].candidate;
+      root.detail = props[0].detail;
+    }
+    for (auto& c : p->Propose(root, 3)) props.push_back(c);
+    std::vector<BuildRequest> reqs;
+    for (const auto& pr : props)
+      if (pr.candidate.kind == CandidateKind::kCuda) reqs.push_back({pr.candidate.source, pr.candidate.name, {}});
+    std::vector<BuildResult> built = ctx.builder->BuildAll(reqs);
+    size_t bi = 0;
+    for (const auto& pr : props) {
+      std::string build = "hybrid: at eval", regs = "-";
+      if (pr.candidate.kind == CandidateKind::kCuda) {
+        const BuildResult& b = built[bi++];
+        build = b.ok ? fmt::format("ok, {:.1f} s", b.compile_s) : "FAILED";
+        failures += !b.ok;
+        int r = 0;
+        for (const auto& k : b.resources) r = std::max(r, k.registers);
+        if (b.ok) regs = std::to_string(r);
+      }
+      t.AddRow({task.name, p->Name(), pr.candidate.name, pr.move.empty() ? "(root)" : pr.move, build, regs});
+    }
+    for (const auto& n : p->Notes()) fmt::print("{}: {}\n", task.name, n);
+  }
+  fmt::print("\n{}", t.Render());
+  fmt::print("\nOn a machine with a GPU, the same command measures them and searches on. Without one: --device cpu "
+             "optimizes hybrid (PyTorch) candidates on the CPU, and --replay RUN re-runs a search recorded on a GPU "
+             "(see kopt runs).\n");
+  return failures ? 1 : 0;
+}
+
+void PrintResult(const LoopResult& r, const fs::path& store_path) {
+  Table t({"task", "status", "best candidate", "ms", "vs eager", "vs compile", "measured", "failed", "floor"});
+  for (const auto& task : r.tasks) {
+    std::string name = task.best_proposal ? task.best_proposal->candidate.name : "-";
+    std::string ms = "-", eager = "-", compile = "-", floor = "-";
+    if (task.best)
+      if (const auto* m = std::get_if<Measured>(&task.best->outcome)) {
+        ms = FormatMs(m->time_ms.median);
+        auto ve = m->SpeedupVsEager();
+        if (!ve && task.bundle && task.bundle->eager_ms) ve = task.bundle->eager_ms->median / m->time_ms.median;
+        eager = Ratio(ve);
+        auto vc = m->SpeedupVsCompile();
+        if (!vc && task.bundle && task.bundle->compile_ms) vc = task.bundle->compile_ms->median / m->time_ms.median;
+        compile = Ratio(vc);
+        if (task.bundle && task.bundle->floor_ms > 0) floor = FormatPercent(task.bundle->floor_ms / m->time_ms.median);
+      }
+    if (task.status == TaskStatus::kFailed) name = task.error.substr(0, 60);
+    t.AddRow({task.name, TaskStatusName(task.status), name, ms, eager, compile, std::to_string(task.measured),
+              std::to_string(task.failed), floor});
+  }
+  fmt::print("\n{}", t.Render());
+  double gpu_min = r.gpu_busy_s / 60.0;
+  fmt::print("\nrun {} ({}): {}\n", r.run_id, RunStatusName(r.status), r.note);
+  fmt::print("spent {} of {}; the GPU was busy {:.0f}% of the wall time", DescribeSpent(r.spent),
+             DescribeLimits(r.limits), r.wall_s > 0 ? 100 * r.gpu_busy_s / r.wall_s : 0.0);
+  if (gpu_min > 0) fmt::print(", {:.0f} candidates verified per GPU-minute", r.spent.candidates / gpu_min);
+  fmt::print("\nstore {}; kopt show {}, kopt report {}, kopt export {}\n", store_path.string(), r.run_id, r.run_id,
+             r.run_id);
+  for (const auto& task : r.tasks)
+    for (const auto& n : task.notes) fmt::print("note       {}: {}\n", task.name, n);
+}
+
+Json ResultJson(const LoopResult& r) {
+  Json tasks = Json::array();
+  for (const auto& t : r.tasks) {
+    Json j{{"task", t.name},         {"status", TaskStatusName(t.status)}, {"error", t.error},
+           {"best_node", t.best_node}, {"nodes", t.nodes},                   {"measured", t.measured},
+           {"failed", t.failed},     {"abandoned", t.abandoned},           {"finalists", t.finalists},
+           {"notes", t.notes}};
+    if (t.best_proposal) j["best_candidate"] = t.best_proposal->candidate.name;
+    if (t.best) j["best"] = ToJson(*t.best);
+    if (t.bundle) {
+      if (t.bundle->eager_ms) j["eager_ms"] = t.bundle->eager_ms->median;
+      if (t.bundle->compile_ms) j["compile_ms"] = t.bundle->compile_ms->median;
+      j["floor_ms"] = t.bundle->floor_ms;
+    }
+    tasks.push_back(j);
+  }
+  return Json{{"run", r.run_id},       {"status", RunStatusName(r.status)}, {"note", r.note},
+              {"spent", ToJson(r.spent)}, {"limits", ToJson(r.limits)},      {"wall_s", r.wall_s},
+              {"gpu_busy_s", r.gpu_busy_s}, {"tasks", tasks}};
+}
+
+int RunOptimize(const OptimizeArgs& a) {
+  fs::path cache = a.common.cache_dir.empty() ? DefaultCacheDir() : fs::path(a.common.cache_dir);
+  fs::path store_path = RunStorePath(a.common, a.store);
+  std::vector<Task> tasks;
+  if (a.resume.empty()) tasks = ExpandTasks(a.tasks, FindRepoRoot());
+  if (!a.from.empty() && tasks.size() > 1)
+    throw Error("--from starts one task's search from your kernel: give exactly one task with it.");
+  if (a.replay.empty() && WantsGpuButNoneVisible(a.common)) {
+    if (!a.resume.empty())
+      throw Error("no CUDA GPU is visible on this machine: resume run " + a.resume +
+                  " where a GPU is, or replay it with --replay.");
+    return RunOffline(a, tasks);
+  }
+  auto store = MakeSqliteRunStore(store_path);
+
+  LoopOptions o;
+  o.proposer = a.proposer;
+  for (const auto& c : a.candidates) o.proposer_options.replay_paths.push_back(fs::absolute(c));
+  o.search = a.search.empty() ? (a.proposer == "replay" ? "sweep" : "mcts") : a.search;
+  o.objective = ParseObjective(a.objective);
+  o.budget = ParseBudget(a.budget.empty() ? kDefaultBudget : a.budget);
+  o.seed = a.seed;
+  o.pipeline = a.pipeline;
+  o.finalists = a.finalists;
+  o.finalist_max_seconds = a.finalist_seconds;
+  o.compile_baseline = a.compile;
+  o.eval.timing["max_seconds"] = a.max_seconds;
+  if (o.objective != Objective::kTime) o.eval.timing["energy"] = true;
+  else o.eval.timing["energy"] = false;
+  o.out = a.out;
+  o.scratch = cache / "loop";
+  o.argv = Json::array();
+
+  Context ctx;
+  std::unique_ptr<Runner> replay;
+  Runner* runner = nullptr;
+  if (!a.replay.empty()) {
+    ReplayData d;
+    if (fs::exists(a.replay)) {
+      d = ReplayFromResultFiles({a.replay});
+    } else {
+      auto run = store->FindRun(a.replay);
+      if (!run) throw Error("--replay " + a.replay + " is neither a results file nor a run in " + store_path.string() +
+                            ": see kopt runs.");
+      d = ReplayFromRun(*store, run->id);
+    }
+    replay = MakeReplayRunner(std::move(d));
+    runner = replay.get();
+  } else {
+    ctx = MakeContext(a.common);
+    ctx.evaluator->Prewarm();
+    o.arch = ctx.arch;
+    runner = ctx.evaluator.get();
+  }
+  ProgressDisplay display(stderr, IsTerminal(stderr));
+  runner->on_progress = [&](const std::string& line) { display.Note(line); };
+
+  Tuner tuner(runner, store.get(), o);
+  tuner.on_progress = [&](const TaskProgress& p) { display.Update(p); };
+  tuner.on_log = [&](const std::string& line) { display.Note(line); };
+  g_tuner.store(&tuner);
+  std::signal(SIGINT, OnInterrupt);
+  LoopResult r;
+  try {
+    if (!a.resume.empty()) {
+      std::optional<BudgetLimits> limits;
+      if (!a.budget.empty()) limits = ParseBudget(a.budget);
+      r = tuner.Resume(a.resume, limits);
+    } else {
+      std::vector<LoopTask> lts;
+      for (const Task& t : tasks) {
+        LoopTask lt;
+        lt.task = t;
+        lt.contract = ResolveContract(t, a.contract);
+        if (!a.from.empty()) lt.from = LoadCandidate(a.from);
+        lts.push_back(lt);
+      }
+      r = tuner.Run(lts);
+    }
+  } catch (...) {
+    g_tuner.store(nullptr);
+    std::signal(SIGINT, SIG_DFL);
+    throw;
+  }
+  g_tuner.store(nullptr);
+  std::signal(SIGINT, SIG_DFL);
+  display.Finish();
+  PrintResult(r, store_path);
+  if (!a.json_out.empty()) {
+    WriteJsonFileAtomic(a.json_out, ResultJson(r));
+    fmt::print("wrote {}\n", a.json_out);
+  }
+  bool any_ok = std::any_of(r.tasks.begin(), r.tasks.end(), [](const TaskResult& t) { return t.best.has_value(); });
+  return any_ok ? 0 : 1;
+}
+
+}  // namespace
+
+void AddOptimizeCommand(CLI::App* app, int* exit_code) {
+  auto args = std::make_shared<OptimizeArgs>();
+  CLI::App* cmd = app->add_subcommand(
+      "optimize", "Search for a faster verified implementation of each task within a budget (the main job)");
+  cmd->add_option("tasks", args->tasks,
+                  fmt::format("KernelBench-format task files or folders (default: {} of the suite)", kDefaultTask));
+  cmd->add_option("--from", args->from, "Start from your own kernel (.cu or ModelNew .py): the root to beat");
+  cmd->add_option("--proposer", args->proposer,
+                  "Where candidates come from: tune (the knobs of the task's shipped solution or --from), replay "
+                  "(--candidates files and folders)")
+      ->capture_default_str();
+  cmd->add_option("--candidates", args->candidates, "Files or folders of candidates for --proposer replay");
+  cmd->add_option("--budget", args->budget,
+                  fmt::format("What the run may spend: 10m, 40 (candidates), or wall=30m,gpu=10m,candidates=200 "
+                              "(default {}; on --resume, the run's own unless given)",
+                              kDefaultBudget));
+  cmd->add_option("--objective", args->objective, "time, energy, or energy-at-speed (least energy within 3% of "
+                                                  "the best time)")
+      ->capture_default_str();
+  cmd->add_option("--search", args->search,
+                  "mcts (default for tune), sweep (default for replay: each candidate once), greedy, beam, random");
+  cmd->add_option("--seed", args->seed, "Seed of the search and the proposer")->capture_default_str();
+  cmd->add_option("--out", args->out, "Write each task's best candidate here as it is found (<out>/<task>/best.*)");
+  cmd->add_option("--resume", args->resume, "Continue a run (its id or a unique prefix; see kopt runs)");
+  cmd->add_option("--store", args->store, "The run store (default: $KOPT_RUNS, else <cache>/runs.db)");
+  cmd->add_option("--replay", args->replay,
+                  "Measure nothing: answer from a recorded run (id) or results file, judged by today's policy");
+  cmd->add_option("--json", args->json_out, "Write the result (every task's winner and finalists) to this file");
+  cmd->add_option("--max-seconds", args->max_seconds, "Timing budget of each candidate during the search")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--finalists", args->finalists, "The best candidates re-timed together at the end (0: none)")
+      ->check(CLI::Range(0, 50))
+      ->capture_default_str();
+  cmd->add_option("--finalist-seconds", args->finalist_seconds, "Timing budget of each finalist")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--pipeline", args->pipeline, "Candidates compiled ahead of the GPU")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_flag("!--no-compile", args->compile, "Skip the torch.compile baseline (it takes a while to compile)");
+  AddContractOptions(cmd, &args->contract);
+  AddCommonOptions(cmd, &args->common);
+  cmd->callback([args, exit_code] { *exit_code = RunOptimize(*args); });
+}
+
+}  // namespace kopt

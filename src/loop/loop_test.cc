@@ -1,0 +1,368 @@
+// The whole loop on the replay runner (recorded outcomes, no GPU): the tuner
+// and the replay proposer, the run store, budgets, callbacks and resume.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/hash.h"
+#include "loop/tuner.h"
+#include "propose/knobs.h"
+#include "run/replay_runner.h"
+#include "testing/paths.h"
+
+namespace kopt {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A marked kernel: two knobs and a constraint, as a shipped solution has.
+const char* kKernel = R"(// a synthetic kernel with knobs
+#include <kopt/abi.h>
+#define THREADS 128  // kopt:knob THREADS 128 64..1024*2 threads per block
+#define ILP 1        // kopt:knob ILP 1 {1,2,4,8} float4s per thread
+// kopt:constraint THREADS*ILP <= 4096
+extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, int n_out, cudaStream_t s) { return 0; }
+)";
+
+// The landscape the recorded "measurements" follow: best at THREADS=256,
+// ILP=4; THREADS=1024 with ILP=4 was wrong (a register-array overrun).
+double TimeMs(long long threads, long long ilp) {
+  return 0.5 * (1 + 0.15 * std::fabs(std::log2(threads / 256.0))) * (1 + 0.1 * std::fabs(std::log2(ilp / 4.0)));
+}
+
+Measured MeasuredAt(double ms, double eager_ms) {
+  Measured m;
+  m.time_ms = Summarize({ms * 0.99, ms, ms * 1.01});
+  m.eager_ms = Summarize({eager_ms, eager_ms, eager_ms});
+  m.energy_mj_per_call = ms * 10;
+  return m;
+}
+
+TaskBundle Bundle(const std::string& name) {
+  TaskBundle b;
+  b.task_name = name;
+  b.task_hash = ContentHash({name});
+  b.outputs.push_back(TensorSpec{"out0", "output", "float32", {1024}, {1}});
+  b.eager_ms = Summarize({1.0, 1.0, 1.0});
+  b.compile_ms = Summarize({0.8, 0.8, 0.8});
+  b.floor_ms = 0.3;
+  return b;
+}
+
+// Replay data for every valid configuration of kKernel.
+ReplayData KernelReplay(const std::string& task) {
+  ReplayData d;
+  d.device.name = "NVIDIA H200 (recorded)";
+  d.device.available = true;
+  d.bundles[task] = Bundle(task);
+  d.rejudge = false;
+  KnobSpace space = KnobSpace::Parse(kKernel, "kernel.cu");
+  for (const KnobConfig& c : space.Enumerate()) {
+    std::string src = space.Apply(c);
+    EvalRecord r;
+    r.source_hash = ContentHash({src});
+    r.candidate_kind = "cuda";
+    r.verify_s = 0.2;
+    r.time_s = 0.3;
+    if (c.at("THREADS") == 1024 && c.at("ILP") == 4)
+      r.outcome = Incorrect{{"output 0 is off by 0.3 (relative L2) against the float64 truth"}};
+    else
+      r.outcome = MeasuredAt(TimeMs(c.at("THREADS"), c.at("ILP")), 1.0);
+    d.records[r.source_hash] = r;
+  }
+  return d;
+}
+
+// Counts evaluations per source hash (and may be slowed down).
+class CountingRunner : public Runner {
+ public:
+  CountingRunner(std::unique_ptr<Runner> inner, int delay_ms = 0, fs::path log = {})
+      : inner_(std::move(inner)), delay_ms_(delay_ms), log_(std::move(log)) {}
+  const DeviceInfo& Device() override { return inner_->Device(); }
+  const Ceilings& DeviceCeilings() override { return inner_->DeviceCeilings(); }
+  TaskBundle Bundle(const Task& t, bool b, bool c) override { return inner_->Bundle(t, b, c); }
+  EvalRecord Evaluate(const Task& t, const TaskBundle& b, const Candidate& c, const EvalOptions& o) override {
+    if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
+    EvalRecord r = inner_->Evaluate(t, b, c, o);
+    ++counts[ContentHash({c.source})];
+    ++total;
+    if (!log_.empty()) {
+      FILE* f = std::fopen(log_.c_str(), "a");
+      std::fprintf(f, "%s\n", ContentHash({c.source}).c_str());
+      std::fclose(f);
+    }
+    return r;
+  }
+  std::map<std::string, int> counts;
+  int total = 0;
+
+ private:
+  std::unique_ptr<Runner> inner_;
+  int delay_ms_;
+  fs::path log_;
+};
+
+LoopTask KernelTask(const fs::path& dir) {
+  LoopTask t;
+  t.task.path = dir / "synthetic.py";
+  t.task.name = "synthetic";
+  if (!fs::exists(t.task.path)) WriteTextFileAtomic(t.task.path, "# a task recorded elsewhere\n");
+  Candidate c;
+  c.kind = CandidateKind::kCuda;
+  c.name = "kernel.cu";
+  c.source = kKernel;
+  c.path = dir / "kernel.cu";
+  t.from = c;
+  return t;
+}
+
+LoopOptions TuneOptions(const fs::path& dir, const std::string& budget) {
+  LoopOptions o;
+  o.proposer = "tune";
+  o.search = "mcts";
+  o.budget = ParseBudget(budget);
+  o.pipeline = 2;
+  o.finalists = 3;
+  o.scratch = dir / "scratch";
+  o.seed = 7;
+  return o;
+}
+
+TEST(Loop, TheTunerFindsTheBestConfigurationAndRecordsEveryStep) {
+  fs::path dir = testing::ScratchDir("loop-tune");
+  auto store = MakeMemoryRunStore();
+  CountingRunner runner(MakeReplayRunner(KernelReplay("synthetic")));
+  LoopOptions o = TuneOptions(dir, "candidates=14");
+  o.out = dir / "out";
+  Tuner tuner(&runner, store.get(), o);
+  int events = 0, bests = 0;
+  std::vector<std::string> stages;
+  tuner.on_measurement.push_back([&](const NodeEvent& e) {
+    ++events;
+    bests += e.new_best;
+    EXPECT_NE(e.record, nullptr);
+  });
+  tuner.on_progress = [&](const TaskProgress& p) {
+    if (stages.empty() || stages.back() != p.stage) stages.push_back(p.stage);
+  };
+  LoopResult r = tuner.Run({KernelTask(dir)});
+
+  ASSERT_EQ(r.tasks.size(), 1u);
+  const TaskResult& t = r.tasks[0];
+  EXPECT_EQ(r.status, RunStatus::kBudgetSpent) << r.note;
+  EXPECT_EQ(r.spent.candidates, 14);  // the root and 13 children; the finalists are re-timings
+  EXPECT_EQ(runner.total, 14 + 3);
+  for (const auto& [hash, n] : runner.counts) EXPECT_LE(n, 2) << "measured at most once, plus once as a finalist";
+  ASSERT_TRUE(t.best_proposal);
+  EXPECT_NE(t.best_proposal->candidate.name.find("THREADS=256"), std::string::npos) << t.best_proposal->candidate.name;
+  ASSERT_TRUE(t.best);
+  EXPECT_NEAR(std::get<Measured>(t.best->outcome).time_ms.median, TimeMs(256, 4), 0.03);
+  EXPECT_EQ(t.finalists.size(), 3u);
+  EXPECT_EQ(events, 14);
+  EXPECT_GE(bests, 2);
+  EXPECT_EQ(stages, (std::vector<std::string>{"capturing", "measuring the root", "searching", "re-timing finalists",
+                                              "done"}));
+  EXPECT_GT(r.gpu_busy_s, 0);
+
+  // The store has the tree, every outcome and the budget after each.
+  auto runs = store->ListRuns(0);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].run.status, RunStatus::kBudgetSpent);
+  EXPECT_EQ(runs[0].run.options["proposer"], "tune");
+  auto nodes = store->ListNodes(r.run_id, 0);
+  auto outcomes = store->ListOutcomes(r.run_id, 0);
+  EXPECT_GE(nodes.size(), outcomes.size());
+  EXPECT_EQ(outcomes.size(), 14u);
+  EXPECT_EQ(nodes[0].kind, NodeKind::kCuda);
+  EXPECT_FALSE(nodes[0].parent);
+  for (size_t i = 1; i < nodes.size(); ++i) {
+    ASSERT_TRUE(nodes[i].parent);
+    EXPECT_LT(*nodes[i].parent, nodes[i].id);
+    EXPECT_FALSE(nodes[i].move.empty());
+  }
+  auto task = store->GetTask(r.run_id, 0);
+  ASSERT_TRUE(task && task->best_node);
+  EXPECT_EQ(*task->best_node, t.best_node);
+  // The best candidate was written as it was found.
+  EXPECT_TRUE(fs::exists(dir / "out/synthetic/best.cu"));
+  Json best = ReadJsonFile(dir / "out/synthetic/best.json");
+  EXPECT_EQ(best["node"], t.best_node);
+  EXPECT_GT(best["speedup_vs_eager"].get<double>(), 1.9);
+}
+
+TEST(Loop, AFailingRootEndsTheTaskWithItsReason) {
+  fs::path dir = testing::ScratchDir("loop-bad-root");
+  ReplayData d = KernelReplay("synthetic");
+  d.records[ContentHash({kKernel})].outcome = Incorrect{{"output 0 has 12 element(s) the candidate never wrote"}};
+  auto runner = MakeReplayRunner(d);
+  auto store = MakeMemoryRunStore();
+  Tuner tuner(runner.get(), store.get(), TuneOptions(dir, "20"));
+  LoopResult r = tuner.Run({KernelTask(dir)});
+  EXPECT_EQ(r.status, RunStatus::kFailed);
+  EXPECT_EQ(r.tasks[0].status, TaskStatus::kFailed);
+  EXPECT_NE(r.tasks[0].error.find("cannot be searched from: incorrect: output 0 has 12 element(s)"),
+            std::string::npos)
+      << r.tasks[0].error;
+}
+
+TEST(Loop, ASweepOfTheReplayProposerRanksAFolder) {
+  fs::path dir = testing::ScratchDir("loop-sweep");
+  fs::create_directories(dir / "attempts");
+  ReplayData d;
+  d.device.name = "recorded";
+  d.bundles["relu"] = Bundle("relu");
+  d.rejudge = false;
+  for (int i = 0; i < 4; ++i) {
+    std::string src = fmt::format("// attempt {}\nextern \"C\" int kopt_forward() {{ return 0; }}\n", i);
+    WriteTextFileAtomic(dir / fmt::format("attempts/a{}.cu", i), src);
+    EvalRecord r;
+    r.source_hash = ContentHash({src});
+    if (i == 2)
+      r.outcome = BuildFailed{"a2.cu(1): error: expected a ;"};
+    else
+      r.outcome = MeasuredAt(0.4 + 0.1 * i, 1.0);
+    d.records[r.source_hash] = r;
+  }
+  CountingRunner runner(MakeReplayRunner(d));
+  auto store = MakeMemoryRunStore();
+  LoopOptions o;
+  o.proposer = "replay";
+  o.proposer_options.replay_paths = {dir / "attempts"};
+  o.search = "sweep";
+  o.finalists = 0;
+  o.scratch = dir / "scratch";
+  Tuner tuner(&runner, store.get(), o);
+  LoopTask t;
+  t.task.path = dir / "relu.py";
+  t.task.name = "relu";
+  LoopResult r = tuner.Run({t});
+  EXPECT_EQ(r.status, RunStatus::kFinished) << r.note;
+  EXPECT_EQ(runner.total, 4);  // the root is the clean eager time, not measured again
+  const TaskResult& res = r.tasks[0];
+  EXPECT_EQ(res.measured, 3);
+  EXPECT_EQ(res.failed, 1);
+  ASSERT_TRUE(res.best_proposal);
+  EXPECT_EQ(res.best_proposal->candidate.name, "a0.cu");
+  auto nodes = store->ListNodes(r.run_id, 0);
+  ASSERT_EQ(nodes.size(), 5u);
+  EXPECT_EQ(nodes[0].kind, NodeKind::kReference);
+  for (size_t i = 1; i < nodes.size(); ++i) EXPECT_EQ(nodes[i].parent, 0);
+}
+
+TEST(Loop, ResumeContinuesWithNothingMeasuredTwice) {
+  fs::path dir = testing::ScratchDir("loop-resume");
+  fs::remove(dir / "runs.db");
+  auto store = MakeSqliteRunStore(dir / "runs.db");
+  CountingRunner first(MakeReplayRunner(KernelReplay("synthetic")));
+  LoopOptions o = TuneOptions(dir, "candidates=6");
+  o.finalists = 0;
+  std::string run_id;
+  {
+    Tuner tuner(&first, store.get(), o);
+    LoopResult r = tuner.Run({KernelTask(dir)});
+    EXPECT_EQ(r.status, RunStatus::kBudgetSpent);
+    EXPECT_EQ(first.total, 6);
+    run_id = r.run_id;
+  }
+  size_t nodes_before = store->ListNodes(run_id, 0).size();
+  CountingRunner second(MakeReplayRunner(KernelReplay("synthetic")));
+  Tuner tuner(&second, store.get(), o);
+  LoopResult r = tuner.Resume(run_id.substr(0, 13) /* a prefix works */, ParseBudget("candidates=14"));
+  EXPECT_EQ(r.run_id, run_id);
+  EXPECT_EQ(r.spent.candidates, 14);
+  EXPECT_EQ(second.total, 8);
+  for (const auto& [hash, n] : second.counts) EXPECT_EQ(first.counts.count(hash), 0u) << "measured twice";
+  EXPECT_GT(store->ListNodes(run_id, 0).size(), nodes_before);
+  EXPECT_EQ(store->ListOutcomes(run_id, 0).size(), 14u);
+  EXPECT_EQ(store->GetRun(run_id)->spent.candidates, 14);
+}
+
+TEST(Loop, KilledAtRandomPointsTheRunResumesToCompletion) {
+  fs::path dir = testing::ScratchDir("loop-kill");
+  std::mt19937 rng(5);
+  for (int round = 0; round < 4; ++round) {
+    fs::remove_all(dir / "round");
+    fs::create_directories(dir / "round");
+    fs::path db = dir / "round/runs.db", log = dir / "round/evaluations.log";
+    LoopOptions o = TuneOptions(dir, "candidates=16");
+    o.finalists = 0;
+    pid_t pid = fork();
+    if (pid == 0) {
+      auto store = MakeSqliteRunStore(db);
+      CountingRunner runner(MakeReplayRunner(KernelReplay("synthetic")), 30, log);
+      Tuner tuner(&runner, store.get(), o);
+      tuner.Run({KernelTask(dir)});
+      _exit(0);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(60 + rng() % 300));
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    auto store = MakeSqliteRunStore(db);
+    auto runs = store->ListRuns(0);
+    if (runs.empty()) continue;  // killed before the run was created
+    std::string run_id = runs[0].run.id;
+    std::set<int> before;
+    for (const auto& oc : store->ListOutcomes(run_id, 0)) before.insert(oc.node);
+    CountingRunner runner(MakeReplayRunner(KernelReplay("synthetic")));
+    Tuner tuner(&runner, store.get(), o);
+    LoopResult r = tuner.Resume(run_id);
+    EXPECT_EQ(r.status, RunStatus::kBudgetSpent) << r.note;
+    EXPECT_EQ(r.spent.candidates, 16) << "round " << round;
+    auto outcomes = store->ListOutcomes(run_id, 0);
+    EXPECT_EQ(outcomes.size(), 16u);
+    // Nothing that had an outcome before the kill was measured again.
+    std::map<std::string, int> hash_of_recorded;
+    std::map<int, std::string> hashes;
+    for (const auto& n : store->ListNodes(run_id, 0)) hashes[n.id] = n.source_hash;
+    for (int node : before) EXPECT_EQ(runner.counts.count(hashes[node]), 0u) << "node " << node << " measured twice";
+  }
+}
+
+TEST(Loop, OptionsRoundTripForResume) {
+  LoopOptions o;
+  o.proposer = "replay";
+  o.proposer_options.replay_paths = {"/a", "/b"};
+  o.search = "beam";
+  o.seed = 9;
+  o.objective = Objective::kEnergyAtSpeed;
+  o.budget = ParseBudget("wall=10m,candidates=40");
+  o.eval.seeds = {1, 2};
+  o.eval.timing["max_seconds"] = 0.3;
+  LoopOptions back = LoopOptionsFromJson(ToJson(o));
+  EXPECT_EQ(back.proposer, "replay");
+  EXPECT_EQ(back.proposer_options.replay_paths.size(), 2u);
+  EXPECT_EQ(back.search, "beam");
+  EXPECT_EQ(back.seed, 9u);
+  EXPECT_EQ(back.objective, Objective::kEnergyAtSpeed);
+  EXPECT_EQ(back.budget.candidates, 40);
+  EXPECT_EQ(back.eval.seeds, (std::vector<int>{1, 2}));
+  EXPECT_DOUBLE_EQ(back.eval.timing["max_seconds"].get<double>(), 0.3);
+}
+
+TEST(Objective, WinnersByTimeEnergyAndEnergyAtSpeed) {
+  Measured a = MeasuredAt(1.00, 2), b = MeasuredAt(1.02, 2), c = MeasuredAt(1.5, 2);
+  a.energy_mj_per_call = 10;
+  b.energy_mj_per_call = 8;
+  c.energy_mj_per_call = 5;
+  std::vector<const Measured*> all = {&a, &b, &c};
+  EXPECT_EQ(PickWinner(all, Objective::kTime, 0.03), 0);
+  EXPECT_EQ(PickWinner(all, Objective::kEnergy, 0.03), 2);
+  EXPECT_EQ(PickWinner(all, Objective::kEnergyAtSpeed, 0.03), 1);  // within 3% of the best time
+  EXPECT_EQ(PickWinner({}, Objective::kTime, 0.03), -1);
+  EXPECT_THROW(ParseObjective("speed"), Error);
+  EXPECT_EQ(ParseObjective("energy-at-speed"), Objective::kEnergyAtSpeed);
+}
+
+}  // namespace
+}  // namespace kopt
