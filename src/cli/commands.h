@@ -14,5 +14,7 @@ void AddReportCommand(CLI::App* app, int* exit_code);
 void AddOptimizeCommand(CLI::App* app, int* exit_code);
 void AddExportCommand(CLI::App* app, int* exit_code);
 void AddBuildCommand(CLI::App* app, int* exit_code);
+void AddRunsCommand(CLI::App* app, int* exit_code);
+void AddShowCommand(CLI::App* app, int* exit_code);
 
 }  // namespace kopt

@@ -125,8 +125,7 @@ void AddContractOptions(CLI::App* app, ContractOverrides* o) {
 
 std::filesystem::path RunStorePath(const CommonOptions& o, const std::string& store_flag) {
   if (!store_flag.empty()) return store_flag;
-  if (const char* p = std::getenv("KOPT_RUNS"); p && *p) return p;
-  return (o.cache_dir.empty() ? DefaultCacheDir() : std::filesystem::path(o.cache_dir)) / "runs.db";
+  return DefaultRunStorePath(o.cache_dir);
 }
 
 bool WantsGpuButNoneVisible(const CommonOptions& o) {

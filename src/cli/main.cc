@@ -44,6 +44,8 @@ int main(int argc, char** argv) {
   kopt::AddReportCommand(&app, &exit_code);
   kopt::AddExportCommand(&app, &exit_code);
   kopt::AddBuildCommand(&app, &exit_code);
+  kopt::AddRunsCommand(&app, &exit_code);
+  kopt::AddShowCommand(&app, &exit_code);
   app.footer(
       "\nExamples:\n"
       "  kopt bench tasks/                                   run the suite: baselines, floors, solutions\n"

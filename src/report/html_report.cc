@@ -69,11 +69,7 @@ svg.chart { display: block; margin: 0.8em 0; max-width: 100%; height: auto; }
 )";
 
 std::string Page(const std::string& title, const std::string& body) {
-  return fmt::format(
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{}</style></head>"
-      "<body>\n{}\n<p class=\"note\">Written by kopt from its JSON result; every number here is in that file.</p>"
-      "</body></html>\n",
-      H(title), kCss, body);
+  return HtmlPage(title, body, "Written by kopt from its JSON result; every number here is in that file.");
 }
 
 struct Cell {
@@ -452,6 +448,14 @@ std::string ProfileBody(const Json& j) {
 }
 
 }  // namespace
+
+std::string HtmlPage(const std::string& title, const std::string& body, const std::string& closing_note,
+                     const std::string& extra_css) {
+  return fmt::format(
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{}{}</style>"
+      "</head><body>\n{}\n<p class=\"note\">{}</p></body></html>\n",
+      H(title), kCss, extra_css, body, H(closing_note));
+}
 
 std::optional<ReportKind> DetectReportKind(const Json& j) {
   if (!j.is_object()) return std::nullopt;

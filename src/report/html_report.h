@@ -24,6 +24,12 @@ std::string BenchHtml(const Json& bench);
 std::string EvalHtml(const Json& eval);
 std::string ProfileHtml(const Json& profile);
 
+/// The frame every kopt page shares: the style sheet (and `extra_css`), the
+/// title, the body (HTML), and a closing note (text) that says where the
+/// numbers come from.
+std::string HtmlPage(const std::string& title, const std::string& body, const std::string& closing_note,
+                     const std::string& extra_css = "");
+
 /// Renders whichever kind `results` is; throws kopt::Error with one sentence
 /// when it is not a kopt result.
 std::string RenderHtmlReport(const Json& results);

@@ -35,6 +35,8 @@ void Table::AddRow(std::vector<std::string> cells) {
   rows_.push_back(std::move(cells));
 }
 
+void Table::AlignLeft(size_t column) { left_.push_back(column); }
+
 std::string Table::Render() const {
   size_t n = headers_.size();
   std::vector<size_t> width(n);
@@ -45,6 +47,7 @@ std::string Table::Render() const {
       width[c] = std::max(width[c], Width(r[c]));
       if (!LooksNumeric(r[c])) right[c] = false;
     }
+    if (std::find(left_.begin(), left_.end(), c) != left_.end()) right[c] = false;
   }
   auto line = [&](const std::vector<std::string>& cells) {
     std::string out;

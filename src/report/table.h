@@ -10,6 +10,9 @@ class Table {
  public:
   explicit Table(std::vector<std::string> headers);
   void AddRow(std::vector<std::string> cells);
+  /// Keeps `column` left-aligned even when its cells look numeric (ids
+  /// such as "20261203-0812-3fa2").
+  void AlignLeft(size_t column);
   /// Renders with a header rule; columns whose cells all look numeric (or
   /// are "-") are right-aligned.
   std::string Render() const;
@@ -17,6 +20,7 @@ class Table {
  private:
   std::vector<std::string> headers_;
   std::vector<std::vector<std::string>> rows_;
+  std::vector<size_t> left_;
 };
 
 /// Formats a value with `digits` significant digits, or "-" when absent

@@ -52,13 +52,6 @@ Json CandidateRef(const Candidate& c, const std::optional<BuildResult>& build) {
 
 }  // namespace
 
-fs::path DefaultCacheDir() {
-  if (const char* p = std::getenv("KOPT_CACHE"); p && *p) return p;
-  if (const char* p = std::getenv("XDG_CACHE_HOME"); p && *p) return fs::path(p) / "kopt";
-  if (const char* p = std::getenv("HOME"); p && *p) return fs::path(p) / ".cache" / "kopt";
-  return fs::temp_directory_path() / "kopt-cache";
-}
-
 Evaluator::Evaluator(Builder* builder, WorkerChannel* worker, EvaluatorConfig config, WorkerChannel* clean)
     : builder_(builder), worker_(worker), clean_(clean ? clean : worker), config_(std::move(config)) {
   std::random_device rd;

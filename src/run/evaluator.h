@@ -13,6 +13,7 @@
 
 #include "build/builder.h"
 #include "core/json.h"
+#include "core/paths.h"
 #include "core/outcome.h"
 #include "core/task.h"
 #include "run/protocol.h"
@@ -28,10 +29,6 @@ struct EvaluatorConfig {
   std::filesystem::path cache_dir;  ///< ceilings and bundles live here
   bool refresh = false;             ///< ignore cached ceilings and bundles
 };
-
-/// The default cache folder: $KOPT_CACHE, else $XDG_CACHE_HOME/kopt, else
-/// ~/.cache/kopt.
-std::filesystem::path DefaultCacheDir();
 
 class Evaluator : public Runner {
  public:
