@@ -135,7 +135,7 @@ TEST(Replay, AdversarialRecordsKeepTheirVerdicts) {
     EXPECT_EQ(verdict, recorded) << c["attack"];
     ++judged;
   }
-  EXPECT_GE(judged, 28);
+  EXPECT_GE(judged, 40);  // 44 records, the two sandbox crashes have no checks
 }
 
 }  // namespace

@@ -83,7 +83,12 @@ def run_evaluate(req: dict, device) -> dict:
     # The contract's other input distributions, one check each on the first
     # seed: a kernel right only on get_inputs()'s own distribution fails here.
     for dist in _distributions(req):
-        check_list.append(run.check(seeds[0], rerun=False, distribution=dist))
+        try:
+            check_list.append(run.check(seeds[0], rerun=False, distribution=dist))
+        except BaseException as e:  # noqa: BLE001  (re-raised; the worker names where)
+            if not hasattr(e, "kopt_where"):
+                e.kopt_where = f"on {dist} inputs"
+            raise
 
     if terms["second_shape"]:
         check_list.append(_second_shape(req, terms, seeds[0], device, ledger, atol, rtol, want64, cand,
@@ -126,6 +131,9 @@ def _second_shape(req, terms, seed, device, ledger, atol, rtol, want64, first_ca
         check = run.check(seed, rerun=False, order="candidate_first")
     except CandidateRunError as e:
         raise CandidateRunError(f"on the contract's second shape ({where}): {e}", e.cause) from e
+    except BaseException as e:  # a CUDA fault, OOM, ...: the worker names where it happened
+        e.kopt_where = f"on the contract's second shape ({where})"
+        raise
     check["second_shape"] = dict(shape)
     del run, cand2, ref2
     device.empty_cache()

@@ -222,6 +222,9 @@ def serve(device_spec: str, sandbox_opts: Optional[dict] = None) -> int:
             msg = f"{type(e).__name__}: {e}" if kind in ("internal",) else str(e)
             if kind == "sandbox_violation":
                 msg = violation_message(e) or msg
+            where = getattr(e, "kopt_where", None)
+            if where and not msg.startswith(where):
+                msg = f"{where}: {msg}"
             if len(msg) > 20000:
                 msg = msg[:10000] + "\n...\n" + msg[-10000:]
             chan.send({"id": rid, "ok": False, "error": {"kind": kind, "message": msg, "fatal": fatal}})

@@ -136,6 +136,8 @@ def time_calls(fn, inputs, device, trials, warmup=3):
 def evaluate(ref_src, new_src, device="cuda", seed=42, trials=5, perf_trials=100, atol=1e-2, rtol=1e-2,
              loader="context", new_path=None, measure=True):
     device = torch.device(device)
+    if device.type == "cuda" and device.index is None:  # "cuda": the current device, named by index
+        device = torch.device("cuda", torch.cuda.current_device())
     if device.type == "cuda":
         torch.cuda.set_device(device)
     v = {"compiled": False, "correct": False, "device": str(device), "loader": loader, "seed": seed,

@@ -5,12 +5,12 @@
 
 #include "cli/commands.h"
 #include "cli/context.h"
-#include "loop/tuner.h"
-#include "store/run_store.h"
 #include "core/error.h"
+#include "loop/tuner.h"
 #include "report/bench_report.h"
 #include "report/html_report.h"
 #include "report/table.h"
+#include "store/run_store.h"
 #include "task/task_loader.h"
 
 namespace kopt {
@@ -185,7 +185,9 @@ int RunBench(const BenchArgs& a) {
     std::regex re(a.filter);
     std::erase_if(tasks, [&](const Task& t) { return !std::regex_search(t.path.string(), re); });
   }
-  if (tasks.empty()) throw Error("no KernelBench task files found under " + a.dir + ": check the folder (and --filter).");
+  if (tasks.empty())
+    throw Error("no KernelBench task files found under " + a.dir +
+                ": check the folder (and --filter).");
   if (WantsGpuButNoneVisible(a.common)) return RunOffline(a, tasks);
 
   Context ctx = MakeContext(a.common);
@@ -193,7 +195,8 @@ int RunBench(const BenchArgs& a) {
   std::vector<Candidate> all;
   for (const auto& t : tasks)
     for (auto& c : FindSolutions(t)) all.push_back(c);
-  PrintProgress(fmt::format("{} tasks, {} solutions; compiling while the worker starts", tasks.size(), all.size()));
+  PrintProgress(fmt::format("{} tasks, {} solutions; compiling while the worker starts",
+                            tasks.size(), all.size()));
   ctx.evaluator->Prebuild(all);
 
   std::vector<Row> rows;
@@ -274,16 +277,17 @@ int RunBench(const BenchArgs& a) {
       if (const auto* m = std::get_if<Measured>(&rec.outcome)) {
         row.time_ms = m->time_ms.median;
         if (auto ev = m->EagerMs()) row.eager_ms = *ev;  // interleaved or clean, the faster
-        row.speedup_vs_eager = m->SpeedupVsEager();
-        if (bundle.compile_ms && m->time_ms.median > 0)
-          row.speedup_vs_compile = bundle.compile_ms->median / m->time_ms.median;
-        if (bundle.floor_ms > 0 && m->time_ms.median > 0) row.floor_fraction = bundle.floor_ms / m->time_ms.median;
+        row.speedup_vs_eager = SpeedupVsEager(*m, bundle);
+        row.speedup_vs_compile = SpeedupVsCompile(*m, bundle);
+        if (bundle.floor_ms > 0 && m->time_ms.median > 0)
+          row.floor_fraction = bundle.floor_ms / m->time_ms.median;
         row.energy_mj = m->energy_mj_per_call;
         if (!m->warnings.empty()) row.reason = m->warnings.front();
       } else {
         row.reason = OutcomeLine(rec.outcome).substr(0, 300);
       }
-      PrintProgress(fmt::format("    {}: {}", row.solution, OutcomeLine(rec.outcome).substr(0, 200)));
+      PrintProgress(
+          fmt::format("    {}: {}", row.solution, OutcomeLine(rec.outcome).substr(0, 200)));
       add(row, contract_json);
       ++added;
     });
@@ -300,9 +304,11 @@ int RunBench(const BenchArgs& a) {
   fmt::print("\n{}", RenderBenchTable(table));
   fmt::print("{}", SecondShapeLines(rows, /*verified=*/true));
   const DeviceInfo& dev = ctx.evaluator->Device();
-  fmt::print("\n{} tasks on {} (torch {}); eager and vs-eager are interleaved with the solution in one session; "
-             "compile is the cached torch.compile baseline.\n",
-             tasks.size(), dev.name, dev.torch_version);
+  fmt::print(
+      "\n{} tasks on {} (torch {}); eager and vs-eager are interleaved with the solution in one "
+      "session; "
+      "compile is the cached torch.compile baseline.\n",
+      tasks.size(), dev.name, dev.torch_version);
   if (!json_path.empty()) fmt::print("wrote {}\n", json_path);
   if (!a.html_out.empty()) fmt::print("wrote {}\n", a.html_out);
   return 0;
@@ -313,14 +319,19 @@ int RunBench(const BenchArgs& a) {
 void AddBenchCommand(CLI::App* app, int* exit_code) {
   auto args = std::make_shared<BenchArgs>();
   CLI::App* cmd = app->add_subcommand(
-      "bench", "Run a task suite: baselines, floor and every shipped solution, as a table and JSON");
-  cmd->add_option("dir", args->dir, "Folder of KernelBench-format tasks (solutions in <level>/solutions/)")
+      "bench",
+      "Run a task suite: baselines, floor and every shipped solution, as a table and JSON");
+  cmd->add_option("dir", args->dir,
+                  "Folder of KernelBench-format tasks (solutions in <level>/solutions/)")
       ->capture_default_str();
   cmd->add_option("--filter", args->filter, "Only tasks whose path matches this regular expression")
       ->check(ValidRegex());
-  cmd->add_flag("!--no-compile", args->compile, "Skip torch.compile baselines (they take a while to compile)");
-  cmd->add_option("--json", args->json_out, "Write the results to this file (updated after every row)");
-  cmd->add_option("--html", args->html_out, "Write an HTML report with charts to this file (updated after every row)");
+  cmd->add_flag("!--no-compile", args->compile,
+                "Skip torch.compile baselines (they take a while to compile)");
+  cmd->add_option("--json", args->json_out,
+                  "Write the results to this file (updated after every row)");
+  cmd->add_option("--html", args->html_out,
+                  "Write an HTML report with charts to this file (updated after every row)");
   cmd->add_option("--max-seconds", args->max_seconds, "Timing budget per contender")
       ->capture_default_str()
       ->check(PositiveNumber());

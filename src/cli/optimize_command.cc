@@ -65,7 +65,8 @@ std::vector<Task> ExpandTasks(const std::vector<std::string>& args, const fs::pa
       out.push_back(LoadTask(a));
     }
   }
-  if (out.empty()) throw Error("no KernelBench task files found in the given folders: pass task files (.py).");
+  if (out.empty())
+    throw Error("no KernelBench task files found in the given folders: pass task files (.py).");
   return out;
 }
 
@@ -74,8 +75,10 @@ std::string Ratio(const std::optional<double>& r) { return r ? FormatRatio(*r) :
 // Without a GPU: say so, then show what the search would do — the tuner's
 // space for each task and its first proposals, compiled with the real nvcc.
 int RunOffline(const OptimizeArgs& a, const std::vector<Task>& tasks) {
-  fmt::print("No CUDA GPU is visible on this machine, so nothing can be measured; here is what kopt optimize would "
-             "search, with the first candidates compiled by nvcc.\n\n");
+  fmt::print(
+      "No CUDA GPU is visible on this machine, so nothing can be measured; here is what kopt "
+      "optimize would "
+      "search, with the first candidates compiled by nvcc.\n\n");
   Context ctx = MakeContext(a.common);
   Table t({"task", "proposer", "candidate", "move", "build", "registers"});
   int failures = 0;
@@ -111,13 +114,15 @@ int RunOffline(const OptimizeArgs& a, const std::vector<Task>& tasks) {
         std::string stem = pr.candidate.name;
         for (char& ch : stem)
           if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-') ch = '_';
-        WriteTextFileAtomic(dir / (stem + (pr.candidate.kind == CandidateKind::kCuda ? ".cu" : ".py")),
-                            pr.candidate.source);
+        WriteTextFileAtomic(
+            dir / (stem + (pr.candidate.kind == CandidateKind::kCuda ? ".cu" : ".py")),
+            pr.candidate.source);
       }
     }
     std::vector<BuildRequest> reqs;
     for (const auto& pr : props)
-      if (pr.candidate.kind == CandidateKind::kCuda) reqs.push_back({pr.candidate.source, pr.candidate.name, {}});
+      if (pr.candidate.kind == CandidateKind::kCuda)
+        reqs.push_back({pr.candidate.source, pr.candidate.name, {}});
     std::vector<BuildResult> built = ctx.builder->BuildAll(reqs);
     size_t bi = 0;
     for (const auto& pr : props) {
@@ -130,46 +135,49 @@ int RunOffline(const OptimizeArgs& a, const std::vector<Task>& tasks) {
         for (const auto& k : b.resources) r = std::max(r, k.registers);
         if (b.ok) regs = std::to_string(r);
       }
-      t.AddRow({task.name, p->Name(), pr.candidate.name, pr.move.empty() ? "(root)" : pr.move, build, regs});
+      t.AddRow({task.name, p->Name(), pr.candidate.name, pr.move.empty() ? "(root)" : pr.move,
+                build, regs});
     }
     for (const auto& n : p->Notes()) fmt::print("{}: {}\n", task.name, n);
   }
   fmt::print("\n{}", t.Render());
   if (!a.out.empty()) fmt::print("\nwrote the candidates above under {}\n", a.out);
-  fmt::print("\nOn a machine with a GPU, the same command measures them and searches on. Without one: --device cpu "
-             "optimizes hybrid (PyTorch) candidates on the CPU, and --replay RUN re-runs a search recorded on a GPU "
-             "(see kopt runs).\n");
+  fmt::print(
+      "\nOn a machine with a GPU, the same command measures them and searches on. Without one: "
+      "--device cpu "
+      "optimizes hybrid (PyTorch) candidates on the CPU, and --replay RUN re-runs a search "
+      "recorded on a GPU "
+      "(see kopt runs).\n");
   return failures ? 1 : 0;
 }
 
 void PrintResult(const LoopResult& r, const fs::path& store_path) {
-  Table t({"task", "status", "best candidate", "ms", "vs eager", "vs compile", "measured", "failed", "floor"});
+  Table t({"task", "status", "best candidate", "ms", "vs eager", "vs compile", "measured", "failed",
+           "floor"});
   for (const auto& task : r.tasks) {
     std::string name = task.best_proposal ? task.best_proposal->candidate.name : "-";
     std::string ms = "-", eager = "-", compile = "-", floor = "-";
     if (task.best)
       if (const auto* m = std::get_if<Measured>(&task.best->outcome)) {
         ms = FormatMs(m->time_ms.median);
-        auto ve = m->SpeedupVsEager();
-        if (!ve && task.bundle && task.bundle->eager_ms) ve = task.bundle->eager_ms->median / m->time_ms.median;
-        eager = Ratio(ve);
-        auto vc = m->SpeedupVsCompile();
-        if (!vc && task.bundle && task.bundle->compile_ms) vc = task.bundle->compile_ms->median / m->time_ms.median;
-        compile = Ratio(vc);
-        if (task.bundle && task.bundle->floor_ms > 0) floor = FormatPercent(task.bundle->floor_ms / m->time_ms.median);
+        eager = Ratio(task.bundle ? SpeedupVsEager(*m, *task.bundle) : m->SpeedupVsEager());
+        compile = Ratio(task.bundle ? SpeedupVsCompile(*m, *task.bundle) : m->SpeedupVsCompile());
+        if (task.bundle && task.bundle->floor_ms > 0)
+          floor = FormatPercent(task.bundle->floor_ms / m->time_ms.median);
       }
     if (task.status == TaskStatus::kFailed) name = task.error.substr(0, 60);
-    t.AddRow({task.name, TaskStatusName(task.status), name, ms, eager, compile, std::to_string(task.measured),
-              std::to_string(task.failed), floor});
+    t.AddRow({task.name, TaskStatusName(task.status), name, ms, eager, compile,
+              std::to_string(task.measured), std::to_string(task.failed), floor});
   }
   fmt::print("\n{}", t.Render());
   double gpu_min = r.gpu_busy_s / 60.0;
   fmt::print("\nrun {} ({}): {}\n", r.run_id, RunStatusName(r.status), r.note);
   fmt::print("spent {} of {}; the GPU was busy {:.0f}% of the wall time", DescribeSpent(r.spent),
              DescribeLimits(r.limits), r.wall_s > 0 ? 100 * r.gpu_busy_s / r.wall_s : 0.0);
-  if (gpu_min > 0) fmt::print(", {:.0f} candidates verified per GPU-minute", r.spent.candidates / gpu_min);
-  fmt::print("\nstore {}; kopt show {}, kopt report {}, kopt export {}\n", store_path.string(), r.run_id, r.run_id,
-             r.run_id);
+  if (gpu_min > 0)
+    fmt::print(", {:.0f} candidates verified per GPU-minute", r.spent.candidates / gpu_min);
+  fmt::print("\nstore {}; kopt show {}, kopt report {}, kopt export {}\n", store_path.string(),
+             r.run_id, r.run_id, r.run_id);
   for (const auto& task : r.tasks)
     for (const auto& n : task.notes) fmt::print("note       {}: {}\n", task.name, n);
 }
@@ -177,10 +185,11 @@ void PrintResult(const LoopResult& r, const fs::path& store_path) {
 Json ResultJson(const LoopResult& r) {
   Json tasks = Json::array();
   for (const auto& t : r.tasks) {
-    Json j{{"task", t.name},         {"status", TaskStatusName(t.status)}, {"error", t.error},
-           {"best_node", t.best_node}, {"nodes", t.nodes},                   {"measured", t.measured},
-           {"failed", t.failed},     {"abandoned", t.abandoned},           {"finalists", t.finalists},
-           {"notes", t.notes}};
+    Json j{{"task", t.name},           {"status", TaskStatusName(t.status)},
+           {"error", t.error},         {"best_node", t.best_node},
+           {"nodes", t.nodes},         {"measured", t.measured},
+           {"failed", t.failed},       {"abandoned", t.abandoned},
+           {"finalists", t.finalists}, {"notes", t.notes}};
     if (t.best_proposal) j["best_candidate"] = t.best_proposal->candidate.name;
     if (t.best) j["best"] = ToJson(*t.best);
     if (t.bundle) {
@@ -190,9 +199,14 @@ Json ResultJson(const LoopResult& r) {
     }
     tasks.push_back(j);
   }
-  return Json{{"run", r.run_id},       {"status", RunStatusName(r.status)}, {"note", r.note},
-              {"spent", ToJson(r.spent)}, {"limits", ToJson(r.limits)},      {"wall_s", r.wall_s},
-              {"gpu_busy_s", r.gpu_busy_s}, {"tasks", tasks}};
+  return Json{{"run", r.run_id},
+              {"status", RunStatusName(r.status)},
+              {"note", r.note},
+              {"spent", ToJson(r.spent)},
+              {"limits", ToJson(r.limits)},
+              {"wall_s", r.wall_s},
+              {"gpu_busy_s", r.gpu_busy_s},
+              {"tasks", tasks}};
 }
 
 int RunOptimize(const OptimizeArgs& a) {
@@ -222,8 +236,10 @@ int RunOptimize(const OptimizeArgs& a) {
   o.finalist_max_seconds = a.finalist_seconds;
   o.compile_baseline = a.compile;
   o.eval.timing["max_seconds"] = a.max_seconds;
-  if (o.objective != Objective::kTime) o.eval.timing["energy"] = true;
-  else o.eval.timing["energy"] = false;
+  if (o.objective != Objective::kTime)
+    o.eval.timing["energy"] = true;
+  else
+    o.eval.timing["energy"] = false;
   o.out = a.out;
   o.scratch = cache / "loop";
   o.argv = Json::array();
@@ -237,8 +253,9 @@ int RunOptimize(const OptimizeArgs& a) {
       d = ReplayFromResultFiles({a.replay});
     } else {
       auto run = store->FindRun(a.replay);
-      if (!run) throw Error("--replay " + a.replay + " is neither a results file nor a run in " + store_path.string() +
-                            ": see kopt runs.");
+      if (!run)
+        throw Error("--replay " + a.replay + " is neither a results file nor a run in " +
+                    store_path.string() + ": see kopt runs.");
       d = ReplayFromRun(*store, run->id);
     }
     replay = MakeReplayRunner(std::move(d));
@@ -287,7 +304,8 @@ int RunOptimize(const OptimizeArgs& a) {
     WriteJsonFileAtomic(a.json_out, ResultJson(r));
     fmt::print("wrote {}\n", a.json_out);
   }
-  bool any_ok = std::any_of(r.tasks.begin(), r.tasks.end(), [](const TaskResult& t) { return t.best.has_value(); });
+  bool any_ok = std::any_of(r.tasks.begin(), r.tasks.end(),
+                            [](const TaskResult& t) { return t.best.has_value(); });
   return any_ok ? 0 : 1;
 }
 
@@ -296,35 +314,52 @@ int RunOptimize(const OptimizeArgs& a) {
 void AddOptimizeCommand(CLI::App* app, int* exit_code) {
   auto args = std::make_shared<OptimizeArgs>();
   CLI::App* cmd = app->add_subcommand(
-      "optimize", "Search for a faster verified implementation of each task within a budget (the main job)");
+      "optimize",
+      "Search for a faster verified implementation of each task within a budget (the main job)");
   cmd->add_option("tasks", args->tasks,
-                  fmt::format("KernelBench-format task files or folders (default: {} of the suite)", kDefaultTask));
-  cmd->add_option("--from", args->from, "Start from your own kernel (.cu or ModelNew .py): the root to beat");
+                  fmt::format("KernelBench-format task files or folders (default: {} of the suite)",
+                              kDefaultTask));
+  cmd->add_option("--from", args->from,
+                  "Start from your own kernel (.cu or ModelNew .py): the root to beat");
   cmd->add_option("--proposer", args->proposer,
-                  "Where candidates come from: tune (the knobs of the task's shipped solution or --from), replay "
+                  "Where candidates come from: tune (the knobs of the task's shipped solution or "
+                  "--from), replay "
                   "(--candidates files and folders)")
       ->capture_default_str();
-  cmd->add_option("--candidates", args->candidates, "Files or folders of candidates for --proposer replay");
-  cmd->add_option("--budget", args->budget,
-                  fmt::format("What the run may spend: 10m, 40 (candidates), or wall=30m,gpu=10m,candidates=200 "
-                              "(default {}; on --resume, the run's own unless given)",
-                              kDefaultBudget));
-  cmd->add_option("--objective", args->objective, "time, energy, or energy-at-speed (least energy within 3% of "
-                                                  "the best time)")
+  cmd->add_option("--candidates", args->candidates,
+                  "Files or folders of candidates for --proposer replay");
+  cmd->add_option(
+      "--budget", args->budget,
+      fmt::format(
+          "What the run may spend: 10m, 40 (candidates), or wall=30m,gpu=10m,candidates=200 "
+          "(default {}; on --resume, the run's own unless given)",
+          kDefaultBudget));
+  cmd->add_option("--objective", args->objective,
+                  "time, energy, or energy-at-speed (least energy within 3% of "
+                  "the best time)")
       ->capture_default_str();
   cmd->add_option("--search", args->search,
-                  "mcts (default for tune), sweep (default for replay: each candidate once), greedy, beam, random");
-  cmd->add_option("--seed", args->seed, "Seed of the search and the proposer")->capture_default_str();
-  cmd->add_option("--out", args->out, "Write each task's best candidate here as it is found (<out>/<task>/best.*)");
-  cmd->add_option("--resume", args->resume, "Continue a run (its id or a unique prefix; see kopt runs)");
-  cmd->add_option("--store", args->store, "The run store (default: $KOPT_RUNS, else <cache>/runs.db)");
-  cmd->add_option("--replay", args->replay,
-                  "Measure nothing: answer from a recorded run (id) or results file, judged by today's policy");
-  cmd->add_option("--json", args->json_out, "Write the result (every task's winner and finalists) to this file");
-  cmd->add_option("--max-seconds", args->max_seconds, "Timing budget of each candidate during the search")
+                  "mcts (default for tune), sweep (default for replay: each candidate once), "
+                  "greedy, beam, random");
+  cmd->add_option("--seed", args->seed, "Seed of the search and the proposer")
+      ->capture_default_str();
+  cmd->add_option("--out", args->out,
+                  "Write each task's best candidate here as it is found (<out>/<task>/best.*)");
+  cmd->add_option("--resume", args->resume,
+                  "Continue a run (its id or a unique prefix; see kopt runs)");
+  cmd->add_option("--store", args->store,
+                  "The run store (default: $KOPT_RUNS, else <cache>/runs.db)");
+  cmd->add_option(
+      "--replay", args->replay,
+      "Measure nothing: answer from a recorded run (id) or results file, judged by today's policy");
+  cmd->add_option("--json", args->json_out,
+                  "Write the result (every task's winner and finalists) to this file");
+  cmd->add_option("--max-seconds", args->max_seconds,
+                  "Timing budget of each candidate during the search")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  cmd->add_option("--finalists", args->finalists, "The best candidates re-timed together at the end (0: none)")
+  cmd->add_option("--finalists", args->finalists,
+                  "The best candidates re-timed together at the end (0: none)")
       ->check(CLI::Range(0, 50))
       ->capture_default_str();
   cmd->add_option("--finalist-seconds", args->finalist_seconds, "Timing budget of each finalist")
@@ -333,7 +368,8 @@ void AddOptimizeCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--pipeline", args->pipeline, "Candidates compiled ahead of the GPU")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  cmd->add_flag("!--no-compile", args->compile, "Skip the torch.compile baseline (it takes a while to compile)");
+  cmd->add_flag("!--no-compile", args->compile,
+                "Skip the torch.compile baseline (it takes a while to compile)");
   AddContractOptions(cmd, &args->contract);
   AddCommonOptions(cmd, &args->common);
   cmd->callback([args, exit_code] { *exit_code = RunOptimize(*args); });

@@ -19,7 +19,9 @@ double NowS() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-NodeKind KindOf(const Candidate& c) { return c.kind == CandidateKind::kCuda ? NodeKind::kCuda : NodeKind::kHybrid; }
+NodeKind KindOf(const Candidate& c) {
+  return c.kind == CandidateKind::kCuda ? NodeKind::kCuda : NodeKind::kHybrid;
+}
 
 NodeState StateOf(const Outcome& o) {
   if (std::holds_alternative<Measured>(o)) return NodeState::kMeasured;
@@ -45,25 +47,14 @@ std::string ReferenceSource(const Task& task) {
 
 Json ProposalDetail(const Proposal& p) { return p.detail.is_null() ? Json::object() : p.detail; }
 
-std::optional<double> VsCompile(const Measured& m, const TaskBundle& b) {
-  if (auto s = m.SpeedupVsCompile()) return s;
-  if (b.compile_ms && m.time_ms.median > 0) return b.compile_ms->median / m.time_ms.median;
-  return std::nullopt;
-}
-
-std::optional<double> VsEager(const Measured& m, const TaskBundle& b) {
-  if (auto s = m.SpeedupVsEager()) return s;
-  if (b.eager_ms && m.time_ms.median > 0) return b.eager_ms->median / m.time_ms.median;
-  return std::nullopt;
-}
-
 // Spent by the run since `start`, as a fraction of `share` (the task's).
 bool ShareSpent(const BudgetSpent& now, const BudgetSpent& start, const BudgetLimits& share) {
   if (share.wall_s > 0 && now.wall_s - start.wall_s >= share.wall_s) return true;
   if (share.gpu_s > 0 && now.gpu_s - start.gpu_s >= share.gpu_s) return true;
   if (share.candidates > 0 && now.candidates - start.candidates >= share.candidates) return true;
   if (share.llm_tokens > 0 && now.llm_tokens - start.llm_tokens >= share.llm_tokens) return true;
-  if (share.llm_cost_usd > 0 && now.llm_cost_usd - start.llm_cost_usd >= share.llm_cost_usd) return true;
+  if (share.llm_cost_usd > 0 && now.llm_cost_usd - start.llm_cost_usd >= share.llm_cost_usd)
+    return true;
   return false;
 }
 
@@ -75,25 +66,32 @@ BudgetLimits Share(const BudgetLimits& limits, const BudgetSpent& spent, int lef
   if (limits.gpu_s > 0) s.gpu_s = std::max(0.0, limits.gpu_s - spent.gpu_s) / left;
   if (limits.candidates > 0)
     s.candidates = std::max<long long>(1, (limits.candidates - spent.candidates + left - 1) / left);
-  if (limits.llm_tokens > 0) s.llm_tokens = std::max<long long>(1, (limits.llm_tokens - spent.llm_tokens) / left);
-  if (limits.llm_cost_usd > 0) s.llm_cost_usd = std::max(0.0, limits.llm_cost_usd - spent.llm_cost_usd) / left;
+  if (limits.llm_tokens > 0)
+    s.llm_tokens = std::max<long long>(1, (limits.llm_tokens - spent.llm_tokens) / left);
+  if (limits.llm_cost_usd > 0)
+    s.llm_cost_usd = std::max(0.0, limits.llm_cost_usd - spent.llm_cost_usd) / left;
   return s;
 }
 
-void WriteBest(const fs::path& out, const std::string& task, const Proposal& p, const EvalRecord* rec,
-               const TaskBundle& bundle, const std::string& run_id, int node) {
+void WriteBest(const fs::path& out, const std::string& task, const Proposal& p,
+               const EvalRecord* rec, const TaskBundle& bundle, const std::string& run_id,
+               int node) {
   if (out.empty() || p.candidate.source.empty()) return;
   fs::path dir = out / task;
   fs::create_directories(dir);
   std::string ext = p.candidate.kind == CandidateKind::kCuda ? ".cu" : ".py";
   WriteTextFileAtomic(dir / ("best" + ext), p.candidate.source);
-  Json j{{"task", task}, {"run", run_id}, {"node", node}, {"name", p.candidate.name}, {"move", p.move}};
+  Json j{{"task", task},
+         {"run", run_id},
+         {"node", node},
+         {"name", p.candidate.name},
+         {"move", p.move}};
   if (rec) {
     j["outcome"] = ToJson(rec->outcome);
     if (const auto* m = std::get_if<Measured>(&rec->outcome)) {
       j["time_ms"] = m->time_ms.median;
-      if (auto s = VsEager(*m, bundle)) j["speedup_vs_eager"] = *s;
-      if (auto s = VsCompile(*m, bundle)) j["speedup_vs_compile"] = *s;
+      if (auto s = SpeedupVsEager(*m, bundle)) j["speedup_vs_eager"] = *s;
+      if (auto s = SpeedupVsCompile(*m, bundle)) j["speedup_vs_compile"] = *s;
     }
   }
   WriteJsonFileAtomic(dir / "best.json", j);
@@ -104,33 +102,36 @@ void WriteBest(const fs::path& out, const std::string& task, const Proposal& p, 
 Json ToJson(const LoopOptions& o) {
   Json replay = Json::array();
   for (const auto& p : o.proposer_options.replay_paths) replay.push_back(p.string());
-  return Json{{"proposer", o.proposer},
-              {"replay_paths", replay},
-              {"search", o.search},
-              {"seed", o.seed},
-              {"objective", ObjectiveName(o.objective)},
-              {"speed_fraction", o.speed_fraction},
-              {"budget", ToJson(o.budget)},
-              {"pipeline", o.pipeline},
-              {"seeds", o.eval.seeds},
-              {"timing", o.eval.timing},
-              {"timed_check_p", o.eval.policy.timed_check_p},
-              {"tolerance", o.eval.policy.tolerance == TolerancePolicy::kKernelBench ? "kernelbench" : "calibrated"},
-              {"baselines", o.baselines},
-              {"compile_baseline", o.compile_baseline},
-              {"measure_reference_root", o.measure_reference_root},
-              {"finalists", o.finalists},
-              {"finalist_max_seconds", o.finalist_max_seconds},
-              {"arch", o.arch},
-              {"out", o.out.string()},
-              {"scratch", o.scratch.string()},
-              {"argv", o.argv}};
+  return Json{
+      {"proposer", o.proposer},
+      {"replay_paths", replay},
+      {"search", o.search},
+      {"seed", o.seed},
+      {"objective", ObjectiveName(o.objective)},
+      {"speed_fraction", o.speed_fraction},
+      {"budget", ToJson(o.budget)},
+      {"pipeline", o.pipeline},
+      {"seeds", o.eval.seeds},
+      {"timing", o.eval.timing},
+      {"timed_check_p", o.eval.policy.timed_check_p},
+      {"tolerance",
+       o.eval.policy.tolerance == TolerancePolicy::kKernelBench ? "kernelbench" : "calibrated"},
+      {"baselines", o.baselines},
+      {"compile_baseline", o.compile_baseline},
+      {"measure_reference_root", o.measure_reference_root},
+      {"finalists", o.finalists},
+      {"finalist_max_seconds", o.finalist_max_seconds},
+      {"arch", o.arch},
+      {"out", o.out.string()},
+      {"scratch", o.scratch.string()},
+      {"argv", o.argv}};
 }
 
 LoopOptions LoopOptionsFromJson(const Json& j) {
   LoopOptions o;
   o.proposer = j.value("proposer", o.proposer);
-  for (const auto& p : j.value("replay_paths", Json::array())) o.proposer_options.replay_paths.push_back(p.get<std::string>());
+  for (const auto& p : j.value("replay_paths", Json::array()))
+    o.proposer_options.replay_paths.push_back(p.get<std::string>());
   o.search = j.value("search", o.search);
   o.seed = j.value("seed", o.seed);
   o.search_options.seed = o.seed;
@@ -141,7 +142,8 @@ LoopOptions LoopOptionsFromJson(const Json& j) {
   o.eval.seeds = j.value("seeds", o.eval.seeds);
   o.eval.timing = j.value("timing", Json::object());
   o.eval.policy.timed_check_p = j.value("timed_check_p", o.eval.policy.timed_check_p);
-  if (j.value("tolerance", "") == "kernelbench") o.eval.policy.tolerance = TolerancePolicy::kKernelBench;
+  if (j.value("tolerance", "") == "kernelbench")
+    o.eval.policy.tolerance = TolerancePolicy::kKernelBench;
   o.baselines = j.value("baselines", o.baselines);
   o.compile_baseline = j.value("compile_baseline", o.compile_baseline);
   o.measure_reference_root = j.value("measure_reference_root", o.measure_reference_root);
@@ -160,7 +162,7 @@ struct Tuner::TaskState {
     Proposal proposal;
     std::string hash;
     int depth = 0;
-    bool virtual_root = false;        ///< the clean eager time, not a measurement
+    bool virtual_root = false;         ///< the clean eager time, not a measurement
     std::optional<EvalRecord> record;  ///< once evaluated
     std::optional<double> objective;
     std::vector<std::string> child_moves;
@@ -197,7 +199,9 @@ LoopResult Tuner::Run(const std::vector<LoopTask>& tasks) {
 
 LoopResult Tuner::Resume(const std::string& run_id, const std::optional<BudgetLimits>& limits) {
   auto run = store_->FindRun(run_id);
-  if (!run) throw Error("there is no run " + run_id + " in the run store: see kopt runs for the runs it holds.");
+  if (!run)
+    throw Error("there is no run " + run_id +
+                " in the run store: see kopt runs for the runs it holds.");
   LoopOptions saved = LoopOptionsFromJson(run->options);
   // What the command line may not change on resume: how the search runs.
   options_.proposer = saved.proposer;
@@ -248,24 +252,25 @@ LoopResult Tuner::Resume(const std::string& run_id, const std::optional<BudgetLi
   return Execute(run->id, tasks, &budget, /*resume=*/true);
 }
 
-LoopResult Tuner::Execute(const std::string& run_id, const std::vector<LoopTask>& tasks, Budget* budget,
-                          bool resume) {
+LoopResult Tuner::Execute(const std::string& run_id, const std::vector<LoopTask>& tasks,
+                          Budget* budget, bool resume) {
   double t0 = NowS();
   gpu_busy_s_ = 0;
   LoopResult result;
   result.run_id = run_id;
   result.limits = options_.budget;
   for (int i = 0; i < static_cast<int>(tasks.size()); ++i) {
-    result.tasks.push_back(RunTask(run_id, i, static_cast<int>(tasks.size()), tasks[i], budget, resume));
+    result.tasks.push_back(
+        RunTask(run_id, i, static_cast<int>(tasks.size()), tasks[i], budget, resume));
     store_->SetRunSpent(run_id, budget->Spent());
     if (stop_) break;
   }
   result.spent = budget->Spent();
   result.wall_s = NowS() - t0;
   result.gpu_busy_s = gpu_busy_s_;
-  bool all_failed = !result.tasks.empty() && std::all_of(result.tasks.begin(), result.tasks.end(), [](const auto& t) {
-    return t.status == TaskStatus::kFailed;
-  });
+  bool all_failed = !result.tasks.empty() &&
+                    std::all_of(result.tasks.begin(), result.tasks.end(),
+                                [](const auto& t) { return t.status == TaskStatus::kFailed; });
   if (stop_) {
     result.status = RunStatus::kInterrupted;
     result.note = "stopped by the user; kopt optimize --resume " + run_id + " continues it";
@@ -273,7 +278,8 @@ LoopResult Tuner::Execute(const std::string& run_id, const std::vector<LoopTask>
              std::any_of(result.tasks.begin(), result.tasks.end(),
                          [](const auto& t) { return t.status == TaskStatus::kBudgetSpent; })) {
     result.status = RunStatus::kBudgetSpent;
-    result.note = budget->Exhausted() ? budget->ExhaustedReason() : "each task's share of the budget spent";
+    result.note =
+        budget->Exhausted() ? budget->ExhaustedReason() : "each task's share of the budget spent";
   } else if (all_failed) {
     result.status = RunStatus::kFailed;
     result.note = result.tasks.front().error;
@@ -286,8 +292,8 @@ LoopResult Tuner::Execute(const std::string& run_id, const std::vector<LoopTask>
   return result;
 }
 
-TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const LoopTask& lt, Budget* budget,
-                          bool resume) {
+TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const LoopTask& lt,
+                          Budget* budget, bool resume) {
   TaskResult res;
   res.index = index;
   res.name = lt.task.name;
@@ -311,7 +317,8 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
 
   // A resumed task that already ended keeps its result.
   std::optional<TaskRecord> existing = resume ? store_->GetTask(run_id, index) : std::nullopt;
-  if (existing && (existing->status == TaskStatus::kFinished || existing->status == TaskStatus::kFailed)) {
+  if (existing &&
+      (existing->status == TaskStatus::kFinished || existing->status == TaskStatus::kFailed)) {
     res.status = existing->status;
     res.bundle = existing->bundle;
     res.nodes = static_cast<int>(store_->ListNodes(run_id, index).size());
@@ -328,7 +335,8 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
           res.best_proposal = p;
         }
     }
-    for (const auto& o : store_->ListOutcomes(run_id, index)) (o.verdict == "measured" ? res.measured : res.failed)++;
+    for (const auto& o : store_->ListOutcomes(run_id, index))
+      (o.verdict == "measured" ? res.measured : res.failed)++;
     return res;
   }
 
@@ -412,7 +420,8 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
   // search and callbacks hear about it.
   int best = -1;
   auto start_build = [&](TaskState::Node& n) {
-    if (n.proposal.candidate.kind != CandidateKind::kCuda || n.proposal.candidate.source.empty()) return;
+    if (n.proposal.candidate.kind != CandidateKind::kCuda || n.proposal.candidate.source.empty())
+      return;
     Runner* r = runner_;
     Candidate c = n.proposal.candidate;
     n.build = std::async(std::launch::async, [r, c] { r->Prebuild({c}); }).share();
@@ -435,7 +444,8 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
     ++st.progress.evaluated;
     st.progress.in_flight = 0;
     std::optional<double> objective;
-    if (const auto* m = std::get_if<Measured>(&rec.outcome)) objective = SearchValue(*m, options_.objective);
+    if (const auto* m = std::get_if<Measured>(&rec.outcome))
+      objective = SearchValue(*m, options_.objective);
     OutcomeRecord orec = MakeOutcomeRecord(run_id, index, id, rec.outcome);
     orec.evaluation = ToJson(rec);
     orec.objective = objective;
@@ -455,21 +465,23 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
       best = id;
       new_best = true;
       const auto& m = std::get<Measured>(rec.outcome);
-      st.progress.best_vs_eager = VsEager(m, bundle);
-      st.progress.best_vs_compile = VsCompile(m, bundle);
+      st.progress.best_vs_eager = SpeedupVsEager(m, bundle);
+      st.progress.best_vs_compile = SpeedupVsCompile(m, bundle);
       st.progress.best_name = n.proposal.candidate.name;
       store_->SetTaskBest(run_id, index, id);
       WriteBest(options_.out, lt.task.name, n.proposal, &rec, bundle, run_id, id);
     }
     NodeEvent ev{index, &lt, &bundle, id, &n.proposal, &*n.record, objective, new_best, best};
     for (auto& cb : on_measurement) cb(ev);
-    progress("", fmt::format("{}: {}", n.proposal.candidate.name, OutcomeLine(rec.outcome).substr(0, 160)));
+    progress("", fmt::format("{}: {}", n.proposal.candidate.name,
+                             OutcomeLine(rec.outcome).substr(0, 160)));
     return objective;
   };
 
   // The root: resumed, the proposer's starting kernel, the reference
   // measured as a candidate, or the clean process's eager time.
-  std::vector<NodeRecord> stored = resume ? store_->ListNodes(run_id, index) : std::vector<NodeRecord>{};
+  std::vector<NodeRecord> stored =
+      resume ? store_->ListNodes(run_id, index) : std::vector<NodeRecord>{};
   std::map<int, OutcomeRecord> outcomes;
   if (resume)
     for (auto& o : store_->ListOutcomes(run_id, index)) outcomes[o.node] = o;
@@ -483,7 +495,8 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
       n.proposal.detail = r.detail;
       n.proposal.candidate.name = r.name;
       n.proposal.candidate.source = r.source;
-      n.proposal.candidate.kind = r.kind == NodeKind::kCuda ? CandidateKind::kCuda : CandidateKind::kHybrid;
+      n.proposal.candidate.kind =
+          r.kind == NodeKind::kCuda ? CandidateKind::kCuda : CandidateKind::kHybrid;
       n.hash = r.source_hash;
       n.depth = r.depth;
       n.virtual_root = r.kind == NodeKind::kReference && r.source.empty();
@@ -502,7 +515,8 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
     if (rp) {
       root.proposal = *rp;
     } else if (options_.measure_reference_root || options_.objective != Objective::kTime) {
-      fs::path dir = options_.scratch.empty() ? fs::temp_directory_path() / "kopt-loop" : options_.scratch;
+      fs::path dir =
+          options_.scratch.empty() ? fs::temp_directory_path() / "kopt-loop" : options_.scratch;
       fs::create_directories(dir);
       root.proposal.candidate.kind = CandidateKind::kHybrid;
       root.proposal.candidate.source = ReferenceSource(lt.task);
@@ -516,8 +530,10 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
       root.proposal.move = "the task's own Model (eager, clean process)";
     }
     root.proposal.parent = -1;
-    root.proposal.proposer = root.proposal.proposer.empty() ? proposer->Name() : root.proposal.proposer;
-    root.hash = root.virtual_root ? "reference:" + bundle.task_hash : ContentHash({root.proposal.candidate.source});
+    root.proposal.proposer =
+        root.proposal.proposer.empty() ? proposer->Name() : root.proposal.proposer;
+    root.hash = root.virtual_root ? "reference:" + bundle.task_hash
+                                  : ContentHash({root.proposal.candidate.source});
     nodes.push_back(std::move(root));
     record_node(0, nodes[0]);
   }
@@ -526,8 +542,9 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
     Candidate& c = n.proposal.candidate;
     if (c.kind != CandidateKind::kHybrid || c.source.empty()) return;
     if (!c.path.empty() && fs::exists(c.path) && ReadTextFile(c.path) == c.source) return;
-    fs::path dir = (options_.scratch.empty() ? fs::temp_directory_path() / "kopt-loop" : options_.scratch) /
-                   (run_id + "-" + std::to_string(index));
+    fs::path dir =
+        (options_.scratch.empty() ? fs::temp_directory_path() / "kopt-loop" : options_.scratch) /
+        (run_id + "-" + std::to_string(index));
     fs::create_directories(dir);
     c.path = dir / fmt::format("node{}.py", id);
     WriteTextFileAtomic(c.path, c.source);
@@ -541,7 +558,8 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
       Measured m;
       m.time_ms = *bundle.eager_ms;
       m.clean_eager_ms = bundle.eager_ms;
-      m.notes.push_back("the root is the reference: the clean process's eager time, not measured again");
+      m.notes.push_back(
+          "the root is the reference: the clean process's eager time, not measured again");
       OutcomeRecord orec = MakeOutcomeRecord(run_id, index, 0, m);
       orec.objective = m.time_ms.median;
       orec.evaluation = Json{{"virtual_root", true}};
@@ -556,8 +574,8 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
       std::optional<double> v = evaluate(0);
       if (!v) {
         std::string why = root.record ? OutcomeLine(root.record->outcome) : "not measured";
-        return fail(fmt::format("the starting point {} cannot be searched from: {}", root.proposal.candidate.name,
-                                why));
+        return fail(fmt::format("the starting point {} cannot be searched from: {}",
+                                root.proposal.candidate.name, why));
       }
     }
   }
@@ -570,9 +588,11 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
   for (int id = 1; id < static_cast<int>(nodes.size()); ++id) {
     TaskState::Node& n = nodes[id];
     int got = policy->AddChild(n.proposal.parent, n.proposal.move, n.hash);
-    if (got != id) throw Error(fmt::format("run {} cannot be resumed: its search tree does not rebuild "
-                                           "(node {} came back as {}).",
-                                           run_id, id, got));
+    if (got != id)
+      throw Error(
+          fmt::format("run {} cannot be resumed: its search tree does not rebuild "
+                      "(node {} came back as {}).",
+                      run_id, id, got));
     if (n.record) {
       NodeResult r;
       r.state = n.objective ? NodeState::kMeasured : StateOf(n.record->outcome);
@@ -590,16 +610,18 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
       start_build(n);
     }
   }
-  if (resume && !queue.empty()) Log(fmt::format("{}: measuring {} candidate(s) that were in flight when the run "
-                                                "stopped",
-                                                lt.task.name, queue.size()));
+  if (resume && !queue.empty())
+    Log(
+        fmt::format("{}: measuring {} candidate(s) that were in flight when the run "
+                    "stopped",
+                    lt.task.name, queue.size()));
   st.progress.proposed = static_cast<int>(nodes.size()) - 1;
   st.progress.measured = res.measured;
   st.progress.failed = res.failed;
   if (best >= 0 && nodes[best].record)
     if (const auto* m = std::get_if<Measured>(&nodes[best].record->outcome)) {
-      st.progress.best_vs_eager = VsEager(*m, bundle);
-      st.progress.best_vs_compile = VsCompile(*m, bundle);
+      st.progress.best_vs_eager = SpeedupVsEager(*m, bundle);
+      st.progress.best_vs_compile = SpeedupVsCompile(*m, bundle);
       st.progress.best_name = nodes[best].proposal.candidate.name;
     }
 
@@ -618,7 +640,8 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
     }
     // Keep the pipeline full: proposals compile while the GPU measures.
     while (static_cast<int>(queue.size()) < std::max(1, options_.pipeline)) {
-      std::vector<int> ids = policy->NextBatch(std::max(1, options_.pipeline) - static_cast<int>(queue.size()));
+      std::vector<int> ids =
+          policy->NextBatch(std::max(1, options_.pipeline) - static_cast<int>(queue.size()));
       if (ids.empty()) break;
       for (int id : ids) {
         ParentView view;
@@ -661,7 +684,8 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
     std::optional<double> v = evaluate(id);
     NodeResult r;
     r.state = v ? NodeState::kMeasured : StateOf(nodes[id].record->outcome);
-    if (r.state == NodeState::kMeasured && !v) r.state = NodeState::kCrashed;  // measured without the objective
+    if (r.state == NodeState::kMeasured && !v)
+      r.state = NodeState::kCrashed;  // measured without the objective
     r.objective = v.value_or(0);
     policy->Report(id, r);
   }
@@ -673,14 +697,16 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
   if (res.abandoned > 0)
     Log(fmt::format("{}: {} proposed candidate(s) not measured ({})", lt.task.name, res.abandoned,
                     stop_ ? "stopped" : "budget spent"));
-  if (duplicates > 0) res.notes.push_back(fmt::format("{} proposal(s) repeated a source already tried", duplicates));
+  if (duplicates > 0)
+    res.notes.push_back(fmt::format("{} proposal(s) repeated a source already tried", duplicates));
   policy->End();
 
   // The finalists, re-timed together in one worker process, name the winner.
   std::vector<int> ranked;
   for (int id = 0; id < static_cast<int>(nodes.size()); ++id)
     if (nodes[id].objective && !nodes[id].virtual_root) ranked.push_back(id);
-  std::sort(ranked.begin(), ranked.end(), [&](int a, int b) { return *nodes[a].objective < *nodes[b].objective; });
+  std::sort(ranked.begin(), ranked.end(),
+            [&](int a, int b) { return *nodes[a].objective < *nodes[b].objective; });
   if (!stop_ && options_.finalists > 1 && ranked.size() > 1) {
     progress("re-timing finalists");
     if (static_cast<int>(ranked.size()) > options_.finalists) ranked.resize(options_.finalists);
@@ -694,7 +720,8 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
       gpu_busy_s_ += busy;
       budget->AddGpuSeconds(busy);
       if (!std::holds_alternative<Measured>(rec.outcome)) {
-        res.notes.push_back(fmt::format("finalist {} was not measured again: {}", nodes[id].proposal.candidate.name,
+        res.notes.push_back(fmt::format("finalist {} was not measured again: {}",
+                                        nodes[id].proposal.candidate.name,
                                         OutcomeLine(rec.outcome)));
         continue;
       }
@@ -706,10 +733,14 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
     int w = PickWinner(ms, options_.objective, options_.speed_fraction);
     for (size_t i = 0; i < again.size(); ++i) {
       const Measured& m = *ms[i];
-      Json f{{"node", ids[i]}, {"name", nodes[ids[i]].proposal.candidate.name}, {"time_ms", m.time_ms.median},
-             {"ci_low", m.time_ms.ci_low}, {"ci_high", m.time_ms.ci_high}, {"winner", static_cast<int>(i) == w}};
-      if (auto s = VsEager(m, bundle)) f["speedup_vs_eager"] = *s;
-      if (auto s = VsCompile(m, bundle)) f["speedup_vs_compile"] = *s;
+      Json f{{"node", ids[i]},
+             {"name", nodes[ids[i]].proposal.candidate.name},
+             {"time_ms", m.time_ms.median},
+             {"ci_low", m.time_ms.ci_low},
+             {"ci_high", m.time_ms.ci_high},
+             {"winner", static_cast<int>(i) == w}};
+      if (auto s = SpeedupVsEager(m, bundle)) f["speedup_vs_eager"] = *s;
+      if (auto s = SpeedupVsCompile(m, bundle)) f["speedup_vs_compile"] = *s;
       if (m.energy_mj_per_call) f["energy_mj"] = *m.energy_mj_per_call;
       res.finalists.push_back(f);
     }

@@ -152,8 +152,8 @@ TaskView ReadTask(const RunStore& store, const RunRecord& run, const TaskRecord&
       v.seconds = SecondsBetween(run.created_at, o.finished_at);
       if (const auto* m = std::get_if<Measured>(&*v.outcome)) {
         v.time_ms = Finite(m->time_ms.median);
-        v.vs_eager = Finite(m->SpeedupVsEager());
-        v.vs_compile = Finite(m->SpeedupVsCompile());
+        v.vs_eager = Finite(SpeedupVsEager(*m, task.bundle));
+        v.vs_compile = Finite(SpeedupVsCompile(*m, task.bundle));
         if (!v.energy_mj) v.energy_mj = Finite(m->energy_mj_per_call);
       }
       if (!v.time_ms) v.time_ms = Finite(o.time_ms);

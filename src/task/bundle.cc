@@ -32,7 +32,11 @@ TensorSpec TensorSpecFromJson(const Json& j, const std::string& default_role) {
 }
 
 Json ToJson(const TensorSpec& t) {
-  return Json{{"name", t.name}, {"role", t.role}, {"dtype", t.dtype}, {"shape", t.shape}, {"strides", t.strides}};
+  return Json{{"name", t.name},
+              {"role", t.role},
+              {"dtype", t.dtype},
+              {"shape", t.shape},
+              {"strides", t.strides}};
 }
 
 double DtypeBytes(const std::string& dtype) {
@@ -52,14 +56,28 @@ bool TaskBundle::HasFlag(const std::string& f) const {
   return std::find(flags.begin(), flags.end(), f) != flags.end();
 }
 
+std::optional<double> SpeedupVsEager(const Measured& m, const TaskBundle& b) {
+  if (auto s = m.SpeedupVsEager()) return s;
+  if (b.eager_ms && m.time_ms.median > 0) return b.eager_ms->median / m.time_ms.median;
+  return std::nullopt;
+}
+
+std::optional<double> SpeedupVsCompile(const Measured& m, const TaskBundle& b) {
+  if (auto s = m.SpeedupVsCompile()) return s;
+  if (b.compile_ms && m.time_ms.median > 0) return b.compile_ms->median / m.time_ms.median;
+  return std::nullopt;
+}
+
 bool TaskBundle::Degenerate() const {
-  return HasFlag(flags::kNearZero) || HasFlag(flags::kNearConstant) || HasFlag(flags::kSeedIndependent);
+  return HasFlag(flags::kNearZero) || HasFlag(flags::kNearConstant) ||
+         HasFlag(flags::kSeedIndependent);
 }
 
 double FloorMs(double min_bytes, double matrix_flops, double conv_flops, double other_flops,
                const std::string& dtype, const Ceilings& c, std::string* bound) {
   double matrix_rate = c.fp32_flops_per_s;  // strict fp32 matmul: CUDA cores
-  double conv_rate = std::max(c.fp32_flops_per_s, c.tf32_flops_per_s);  // cuDNN allows TF32 by default
+  double conv_rate =
+      std::max(c.fp32_flops_per_s, c.tf32_flops_per_s);  // cuDNN allows TF32 by default
   if (dtype == "bfloat16") matrix_rate = conv_rate = std::max(matrix_rate, c.bf16_flops_per_s);
   if (dtype == "float16") matrix_rate = conv_rate = std::max(matrix_rate, c.fp16_flops_per_s);
   double memory_s = c.bandwidth_bytes_per_s > 0 ? min_bytes / c.bandwidth_bytes_per_s : 0;
@@ -99,7 +117,8 @@ std::map<std::string, double> FlopsByPrecision(const TaskBundle& b) {
   return by;
 }
 
-DistributionPlan PlanDistributions(const TaskBundle& b, const std::optional<std::vector<std::string>>& wanted) {
+DistributionPlan PlanDistributions(const TaskBundle& b,
+                                   const std::optional<std::vector<std::string>>& wanted) {
   DistributionPlan plan;
   std::vector<std::string> names = wanted ? *wanted : std::vector<std::string>{"signed", "wide"};
   for (const auto& name : names) {
@@ -109,8 +128,8 @@ DistributionPlan PlanDistributions(const TaskBundle& b, const std::optional<std:
     } else if (!it->second.changes_inputs) {
       plan.skipped.push_back({name, "the task has no floating-point inputs to transform"});
     } else if (!it->second.finite) {
-      plan.skipped.push_back(
-          {name, it->second.error.empty() ? "the reference is not finite there" : "the reference fails there"});
+      plan.skipped.push_back({name, it->second.error.empty() ? "the reference is not finite there"
+                                                             : "the reference fails there"});
     } else {
       plan.checked.push_back(name);
     }
@@ -180,8 +199,10 @@ TaskBundle BundleFromJson(const Json& j) {
   b.task_path = j.value("task_path", "");
   b.task_hash = j.value("task_hash", "");
   if (j.contains("device")) b.device = DeviceInfoFromJson(j["device"]);
-  for (const auto& t : j.value("inputs", Json::array())) b.inputs.push_back(TensorSpecFromJson(t, "input"));
-  for (const auto& t : j.value("outputs", Json::array())) b.outputs.push_back(TensorSpecFromJson(t, "output"));
+  for (const auto& t : j.value("inputs", Json::array()))
+    b.inputs.push_back(TensorSpecFromJson(t, "input"));
+  for (const auto& t : j.value("outputs", Json::array()))
+    b.outputs.push_back(TensorSpecFromJson(t, "output"));
   b.n_forward_inputs = j.value("n_forward_inputs", 0);
   b.training = j.value("training", false);
   b.flops = j.value("flops", 0.0);
@@ -202,7 +223,8 @@ TaskBundle BundleFromJson(const Json& j) {
   if (j.contains("eager_ms")) b.eager_ms = SampleSummaryFromJson(j["eager_ms"]);
   if (j.contains("compile_ms")) b.compile_ms = SampleSummaryFromJson(j["compile_ms"]);
   b.compile_error = j.value("compile_error", "");
-  const Json distributions = j.value("distributions", Json::object());  // items() must not outlive it
+  const Json distributions =
+      j.value("distributions", Json::object());  // items() must not outlive it
   for (const auto& [name, d] : distributions.items()) {
     DistributionFacts f;
     f.about = d.value("about", "");

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/json.h"
+#include "core/outcome.h"
 #include "core/stats.h"
 #include "core/task.h"
 #include "task/device.h"
@@ -59,7 +60,7 @@ struct TaskBundle {
   std::string task_hash;  ///< content hash of the task file
   DeviceInfo device;
 
-  std::vector<TensorSpec> inputs;   ///< ABI order: forward tensors, params, buffers
+  std::vector<TensorSpec> inputs;  ///< ABI order: forward tensors, params, buffers
   std::vector<TensorSpec> outputs;
   int n_forward_inputs = 0;
   bool training = false;
@@ -74,13 +75,13 @@ struct TaskBundle {
   /// Absent: captured before kopt listed them.
   std::optional<std::vector<std::string>> uncounted_ops;
   std::vector<ReferenceKernel> kernels;
-  Json ref_error;        ///< per output: fp32 reference vs float64
+  Json ref_error;  ///< per output: fp32 reference vs float64
 
   /// Extra input distributions by name ("signed", "wide"), as capture found
   /// the reference on them; empty for bundles captured before they existed.
   std::map<std::string, DistributionFacts> distributions;
 
-  std::vector<std::string> flags;  ///< see kopt::flags
+  std::vector<std::string> flags;       ///< see kopt::flags
   std::vector<std::string> flag_notes;  ///< plain-English explanation per flag
 
   /// The reference algorithm's roofline floor: every input, parameter and
@@ -105,12 +106,19 @@ struct TaskBundle {
   bool Degenerate() const;
 };
 
+/// A measurement's speedups over eager PyTorch and torch.compile: its own
+/// baselines (Measured::EagerMs, CompileMs), else the task's captured ones
+/// (the in-process timing may leave torch.compile out). Every table, report
+/// and the loop use these.
+std::optional<double> SpeedupVsEager(const Measured& m, const TaskBundle& b);
+std::optional<double> SpeedupVsCompile(const Measured& m, const TaskBundle& b);
+
 /// Thresholds for the degeneracy checks (data, not control flow).
 struct DegeneracyThresholds {
-  double near_zero_max_abs = 1e-6;       ///< every output element below this
-  double near_constant_rel_std = 1e-6;   ///< std / max(|mean|, max_abs) below this
+  double near_zero_max_abs = 1e-6;      ///< every output element below this
+  double near_constant_rel_std = 1e-6;  ///< std / max(|mean|, max_abs) below this
   double seed_independent_rel_diff = 1e-7;
-  double stochastic_rel_diff = 0;        ///< repeat difference above this
+  double stochastic_rel_diff = 0;  ///< repeat difference above this
 };
 
 /// Which extra input distributions a candidate is checked on, and why the
