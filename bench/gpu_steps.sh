@@ -106,10 +106,25 @@ step_optimize_replay() {  # the replay proposer: each task's folder of candidate
   done
 }
 step_kill_resume() {  # kill -9 mid-search, then --resume to completion
-  "$K" optimize tasks/level1/02_gelu.py --budget candidates=14 --max-seconds 0.3 --store "$1/runs.db" \
+  "$K" optimize tasks/level1/02_gelu.py --budget candidates=20 --max-seconds 0.3 --store "$1/runs.db" \
     > "$1/killed.txt" 2>&1 &
   pid=$!
-  sleep "${KILL_AFTER:-35}"
+  # Kill once a few outcomes are stored (mid-search), not after a fixed time:
+  # session 5's 35 s outlived the whole run.
+  python3 - "$1/runs.db" "${KILL_AT_OUTCOMES:-6}" <<'PY'
+import os, sqlite3, sys, time
+path, want = sys.argv[1], int(sys.argv[2])
+for _ in range(600):
+    time.sleep(0.2)
+    if not os.path.exists(path):
+        continue
+    try:
+        n = sqlite3.connect(f"file:{path}?mode=ro", uri=True).execute("select count(*) from outcomes").fetchone()[0]
+    except sqlite3.Error:
+        continue
+    if n >= want:
+        break
+PY
   pkill -9 -P "$pid"; kill -9 "$pid"; wait "$pid" 2>/dev/null
   python3 bench/run_state.py "$1/runs.db" > "$1/before.json"
   run=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['run'])" "$1/before.json")

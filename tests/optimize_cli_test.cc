@@ -47,6 +47,20 @@ TEST(OptimizeCli, ATunedRunIsStoredExportedAndResumed) {
   std::string run = j["run"];
   EXPECT_TRUE(fs::exists(dir / "best/relu_sized/best.py"));
 
+  // The finalists' re-timing is stored with the task and shown by `kopt show`.
+  {
+    auto s = MakeSqliteRunStore(store);
+    Json finalists = s->GetTask(run, 0)->finalists;
+    ASSERT_GE(finalists.size(), 2u) << finalists.dump();
+    int winners = 0;
+    for (const auto& f : finalists) winners += f.value("winner", false) ? 1 : 0;
+    EXPECT_EQ(winners, 1) << finalists.dump();
+    EXPECT_EQ(finalists, j["tasks"][0]["finalists"]);
+  }
+  r = Kopt({"show", run, "--store", store.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("finalists re-timed together in one worker: #"), std::string::npos) << r.out;
+
   // The winner as files to drop in: a ModelNew with its provenance.
   r = Kopt({"export", run, "--store", store.string(), "--out", (dir / "exported").string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;

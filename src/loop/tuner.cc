@@ -610,10 +610,11 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
       start_build(n);
     }
   }
-  if (resume && !queue.empty())
-    Log(
-        fmt::format("{}: measuring {} candidate(s) that were in flight when the run "
-                    "stopped",
+  // (When the budget is already spent they stay unmeasured, and the search's
+  // end says so.)
+  if (resume && !queue.empty() && !budget->Exhausted() &&
+      !ShareSpent(budget->Spent(), start, share))
+    Log(fmt::format("{}: measuring {} candidate(s) that were in flight when the run stopped",
                     lt.task.name, queue.size()));
   st.progress.proposed = static_cast<int>(nodes.size()) - 1;
   st.progress.measured = res.measured;
@@ -744,6 +745,7 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
       if (m.energy_mj_per_call) f["energy_mj"] = *m.energy_mj_per_call;
       res.finalists.push_back(f);
     }
+    store_->SetTaskFinalists(run_id, index, res.finalists);
     if (w >= 0) {
       best = ids[w];
       res.best = again[w];

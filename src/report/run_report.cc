@@ -417,6 +417,11 @@ std::string TaskSection(const TaskView& t, int i) {
       if (const NodeView* n = t.Find(id); n && n->record.parent)
         moves += (moves.empty() ? "" : " \u2192 ") + fmt::format("#{} [{}]", id, n->record.move);
     facts += H(moves.empty() ? "." : ", from the root by " + moves + ".");
+    if (std::string f = t.FinalistsLine(); !f.empty())
+      facts +=
+          H(" Finalists re-timed together in one worker process (the numbers to quote; the "
+            "tree and the table show each candidate's own measurement): " +
+            f + ".");
   } else {
     facts += "No candidate was measured correct.";
   }

@@ -113,6 +113,8 @@ std::string ShowText(const RunView& v, int top) {
                                         : fmt::format("#{}", id));
       }
       s += "    from the root: " + Join(path, ", then ") + "\n";
+      if (std::string f = t.FinalistsLine(); !f.empty())
+        s += "    finalists re-timed together in one worker: " + f + "\n";
     } else {
       s += "  best: none measured correct\n";
     }

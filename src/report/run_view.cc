@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "report/table.h"
 
 namespace kopt {
 namespace {
@@ -231,6 +232,21 @@ TaskView ReadTask(const RunStore& store, const RunRecord& run, const TaskRecord&
 Json Opt(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
 
 }  // namespace
+
+std::string TaskView::FinalistsLine() const {
+  std::string out;
+  for (const auto& f : record.finalists) {
+    if (!f.is_object() || !f.contains("time_ms") || !f["time_ms"].is_number()) continue;
+    std::string part =
+        fmt::format("#{} {} {} ms", f.value("node", -1), f.value("name", std::string()),
+                    FormatMs(f["time_ms"].get<double>()));
+    if (f.contains("speedup_vs_eager") && f["speedup_vs_eager"].is_number())
+      part += fmt::format(", {:.2f}x vs eager", f["speedup_vs_eager"].get<double>());
+    if (f.value("winner", false)) part += " (winner)";
+    out += (out.empty() ? "" : "; ") + part;
+  }
+  return out;
+}
 
 const NodeView* TaskView::Find(int id) const {
   auto it = std::lower_bound(nodes.begin(), nodes.end(), id,

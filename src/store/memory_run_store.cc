@@ -100,6 +100,7 @@ class MemoryRunStore : public RunStore {
               (!t.best_speedup || *o.speedup > *t.best_speedup))
             t.best_speedup = o.speedup;
         }
+        if (auto w = rules::FinalistWinnerSpeedup(task.record.finalists)) t.best_speedup = w;
         s.tasks.push_back(std::move(t));
       }
       out.push_back(std::move(s));
@@ -163,6 +164,14 @@ class MemoryRunStore : public RunStore {
     TaskData& task = Task(run_id, index);
     if (!task.nodes.count(node)) rules::ThrowBadCall("the best node must be a node of the task");
     task.record.best_node = node;
+    Run(run_id).record.updated_at = Now();
+  }
+
+  void SetTaskFinalists(const std::string& run_id, int index, const Json& finalists) override {
+    std::lock_guard lock(mu_);
+    if (!finalists.is_array()) rules::ThrowBadCall("the finalists must be a JSON array");
+    TaskData& task = Task(run_id, index);
+    task.record.finalists = finalists;
     Run(run_id).record.updated_at = Now();
   }
 

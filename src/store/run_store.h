@@ -92,6 +92,11 @@ struct TaskRecord {
   Contract contract;
   TaskStatus status = TaskStatus::kPending;
   std::optional<int> best_node;  ///< the node the loop considers best so far
+  /// The finalists re-timed together in one worker process at the task's
+  /// end (loop/tuner.cc): per finalist {node, name, time_ms, ci_low, ci_high,
+  /// winner, speedup_vs_eager?, speedup_vs_compile?, energy_mj?}. Empty when
+  /// the task ended without that step.
+  Json finalists = Json::array();
 };
 
 /// A candidate: one node of a task's search tree.
@@ -150,7 +155,9 @@ struct TaskSummary {
   TaskStatus status = TaskStatus::kPending;
   int nodes = 0;
   int outcomes = 0;
-  std::optional<double> best_speedup;  ///< the largest speedup among its measured nodes
+  /// The winner's speedup from the finalists' re-timing where the task has
+  /// one, else the largest among its measured nodes.
+  std::optional<double> best_speedup;
 };
 
 struct RunSummary {
@@ -197,6 +204,8 @@ class RunStore {
   virtual void SetTaskStatus(const std::string& run_id, int index, TaskStatus status) = 0;
   /// `node` must be a node of that task.
   virtual void SetTaskBest(const std::string& run_id, int index, int node) = 0;
+  /// Records the finalists' re-timing (TaskRecord::finalists; a JSON array).
+  virtual void SetTaskFinalists(const std::string& run_id, int index, const Json& finalists) = 0;
 
   // Nodes.
 

@@ -23,10 +23,11 @@ using sqlite::Db;
 using sqlite::Query;
 using sqlite::Transaction;
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 constexpr int kApplicationId = 0x6b6f7074;  // "kopt"
 
-// Version 1. Rich payloads are JSON text; what is queried or sorted is typed.
+// Version 2 (version 1 lacked tasks.finalists). Rich payloads are JSON text;
+// what is queried or sorted is typed.
 // A change to the schema bumps kSchemaVersion and adds a migration from the
 // previous version in EnsureSchema (an older kopt refuses the newer file).
 constexpr const char* kSchema = R"sql(
@@ -59,6 +60,7 @@ CREATE TABLE tasks (
   status     TEXT NOT NULL
              CHECK (status IN ('pending', 'running', 'finished', 'budget_spent', 'failed')),
   best_node  INTEGER,
+  finalists  TEXT NOT NULL DEFAULT '[]',     -- JSON: the finalists re-timed together at the end
   PRIMARY KEY (run_id, task_index)
 );
 
@@ -121,8 +123,9 @@ CREATE TABLE profiles (
   "SELECT id, created_at, updated_at, status, kopt_version, options, device, "               \
   "spent_wall_s, spent_gpu_s, spent_candidates, spent_llm_tokens, spent_llm_cost_usd, note " \
   "FROM runs "
-#define KOPT_TASK_SELECT                                                                   \
-  "SELECT run_id, task_index, name, path, task_hash, bundle, contract, status, best_node " \
+#define KOPT_TASK_SELECT                                                                    \
+  "SELECT run_id, task_index, name, path, task_hash, bundle, contract, status, best_node, " \
+  "finalists "                                                                              \
   "FROM tasks "
 #define KOPT_NODE_SELECT                                                                 \
   "SELECT n.run_id, n.task_index, n.node_id, n.parent_id, n.depth, n.move, n.proposer, " \
@@ -164,6 +167,8 @@ TaskRecord ReadTask(const Query& q) {
   t.contract = rules::ContractFromStored(q.JsonCol(6));
   t.status = q.Enum(7, TaskStatusFromName);
   t.best_node = q.OptInt(8);
+  t.finalists = q.JsonCol(9);
+  if (!t.finalists.is_array()) t.finalists = Json::array();
   return t;
 }
 
@@ -307,7 +312,7 @@ class SqliteRunStore : public RunStore {
               " WHERE o.run_id = t.run_id AND o.task_index = t.task_index), "
               "(SELECT MAX(o.speedup) FROM outcomes o "
               " WHERE o.run_id = t.run_id AND o.task_index = t.task_index "
-              " AND o.verdict = 'measured') "
+              " AND o.verdict = 'measured'), t.finalists "
               "FROM tasks t WHERE t.run_id = ?1 ORDER BY t.task_index");
       q.Bind(s.run.id);
       while (q.Step()) {
@@ -318,6 +323,7 @@ class SqliteRunStore : public RunStore {
         t.nodes = static_cast<int>(q.Int(3));
         t.outcomes = static_cast<int>(q.Int(4));
         t.best_speedup = q.OptDouble(5);
+        if (auto w = rules::FinalistWinnerSpeedup(q.JsonCol(6))) t.best_speedup = w;
         s.tasks.push_back(std::move(t));
       }
     }
@@ -399,6 +405,18 @@ class SqliteRunStore : public RunStore {
       rules::ThrowBadCall("the best node must be a node of the task");
     Query(db_, "UPDATE tasks SET best_node = ?3 WHERE run_id = ?1 AND task_index = ?2")
         .Bind(run_id, index, node)
+        .Run();
+    tx.Commit();
+  }
+
+  void SetTaskFinalists(const std::string& run_id, int index, const Json& finalists) override {
+    std::lock_guard lock(mu_);
+    if (!finalists.is_array()) rules::ThrowBadCall("the finalists must be a JSON array");
+    Transaction tx(db_, true);
+    TouchRun(run_id, Now());
+    RequireTask(run_id, index);
+    Query(db_, "UPDATE tasks SET finalists = ?3 WHERE run_id = ?1 AND task_index = ?2")
+        .Bind(run_id, index, rules::DumpJson(finalists))
         .Run();
     tx.Commit();
   }
@@ -576,6 +594,15 @@ class SqliteRunStore : public RunStore {
     version = PragmaInt("PRAGMA user_version");  // another process may have created it meanwhile
     if (version > kSchemaVersion) refuse_newer(version);
     if (version == kSchemaVersion) return;
+    if (version == 1) {  // migrate: version 2 added tasks.finalists
+      if (PragmaInt("PRAGMA application_id") != kApplicationId) refuse_foreign();
+      db_.Exec(
+          "ALTER TABLE tasks ADD COLUMN finalists TEXT NOT NULL DEFAULT '[]'; PRAGMA user_version "
+          "= 2;",
+          "migrate the run store to schema version 2");
+      tx.Commit();
+      return;
+    }
     if (PragmaInt("PRAGMA application_id") != 0 ||
         PragmaInt("SELECT COUNT(*) FROM sqlite_master") != 0)
       refuse_foreign();

@@ -109,4 +109,13 @@ void CheckSpent(const BudgetSpent& s) {
 
 void ThrowBadCall(const std::string& what) { throw std::invalid_argument("RunStore: " + what); }
 
+std::optional<double> FinalistWinnerSpeedup(const Json& finalists) {
+  if (!finalists.is_array()) return std::nullopt;
+  for (const auto& f : finalists)
+    if (f.is_object() && f.value("winner", false) && f.contains("speedup_vs_eager") &&
+        f["speedup_vs_eager"].is_number())
+      return FiniteOrNone(f["speedup_vs_eager"].get<double>());
+  return std::nullopt;
+}
+
 }  // namespace kopt::store_rules

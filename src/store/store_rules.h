@@ -49,6 +49,10 @@ Contract ContractFromStored(const Json& j);
 std::string DumpJson(const Json& j);
 Json AsStored(const Json& j);
 
+/// The winner's speedup vs eager in a task's finalists (TaskRecord::finalists),
+/// if they name a winner that has one.
+std::optional<double> FinalistWinnerSpeedup(const Json& finalists);
+
 /// SQLite stores a NaN as NULL; both stores do the same.
 std::optional<double> FiniteOrNone(std::optional<double> v);
 

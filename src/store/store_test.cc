@@ -59,7 +59,8 @@ Json J(const TaskRecord& t) {
           {"bundle", ToJson(t.bundle)},
           {"contract", ToJson(t.contract)},
           {"status", TaskStatusName(t.status)},
-          {"best_node", t.best_node ? Json(*t.best_node) : Json()}};
+          {"best_node", t.best_node ? Json(*t.best_node) : Json()},
+          {"finalists", t.finalists}};
 }
 Json J(const NodeRecord& n) {
   return {{"run_id", n.run_id},
@@ -265,6 +266,13 @@ TEST_P(RunStoreTest, TaskRoundTripAndStatus) {
   store_->SetTaskBest(run, 0, 0);
   EXPECT_EQ(store_->GetTask(run, 0)->best_node, 0);
   EXPECT_THROW(store_->SetTaskBest(run, 0, 5), std::invalid_argument);
+  EXPECT_TRUE(store_->GetTask(run, 0)->finalists.empty());
+  Json finalists = Json::array({Json{
+      {"node", 0}, {"name", "a"}, {"time_ms", 0.5}, {"winner", true}, {"speedup_vs_eager", 1.5}}});
+  store_->SetTaskFinalists(run, 0, finalists);
+  EXPECT_EQ(store_->GetTask(run, 0)->finalists, finalists);
+  EXPECT_THROW(store_->SetTaskFinalists(run, 0, Json::object()), std::invalid_argument);
+  EXPECT_THROW(store_->SetTaskFinalists(run, 7, finalists), std::invalid_argument);
   EXPECT_THROW(store_->SetTaskStatus(run, 7, TaskStatus::kFailed), std::invalid_argument);
   EXPECT_THROW(store_->AddTask(SomeTask("nope", 0)), std::invalid_argument);
 }
@@ -487,6 +495,13 @@ TEST_P(RunStoreTest, ListsRunsNewestFirstWithTheirTasks) {
   EXPECT_DOUBLE_EQ(*m.tasks[0].best_speedup, 4.0);
   EXPECT_EQ(m.tasks[1].name, "02_softmax");
   EXPECT_FALSE(m.tasks[1].best_speedup);
+  // Once the finalists are re-timed together, the winner's number is the one listed.
+  store_->SetTaskFinalists(
+      middle, 0,
+      Json::array(
+          {Json{{"node", 2}, {"time_ms", 0.55}, {"winner", false}, {"speedup_vs_eager", 1.8}},
+           Json{{"node", 1}, {"time_ms", 0.3}, {"winner", true}, {"speedup_vs_eager", 3.3}}}));
+  EXPECT_DOUBLE_EQ(*store_->ListRuns(0)[2].tasks[0].best_speedup, 3.3);
   EXPECT_TRUE(runs[0].tasks.empty());
 
   auto two = store_->ListRuns(2);
@@ -579,7 +594,7 @@ TEST_F(SqliteStoreTest, CreatesAWalFileAndReopensWithEverything) {
               J(store->ListOutcomes(run, 0)), J(store->ListProfiles(run, 0))};
   }
   EXPECT_EQ(RawText("PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(RawText("PRAGMA user_version"), "1");
+  EXPECT_EQ(RawText("PRAGMA user_version"), "2");
   auto store = MakeSqliteRunStore(path_);
   Json after = {J(*store->GetRun(run)), J(store->ListTasks(run)), J(store->ListNodes(run, 0)),
                 J(store->ListOutcomes(run, 0)), J(store->ListProfiles(run, 0))};
@@ -632,11 +647,31 @@ TEST_F(SqliteStoreTest, OthersReadWhileOneWrites) {
 
 TEST_F(SqliteStoreTest, RefusesADatabaseFromANewerKopt) {
   MakeSqliteRunStore(path_)->CreateRun(SomeRun());
-  RawExec("PRAGMA user_version = 2");
+  RawExec("PRAGMA user_version = 3");
   std::string msg = OpenError();
   ExpectOneSentence(msg);
   EXPECT_NE(msg.find("newer kopt"), std::string::npos) << msg;
   EXPECT_NE(msg.find(path_.string()), std::string::npos) << msg;
+}
+
+// A run store written by schema version 1 (the H200 run in tests/data/runs)
+// opens, gains tasks.finalists (empty) and keeps everything else.
+TEST_F(SqliteStoreTest, MigratesAVersionOneStore) {
+  fs::create_directories(path_.parent_path());
+  fs::copy_file(testing::SourceDir() / "tests/data/runs/h200_tune_8tasks.db", path_);
+  EXPECT_EQ(RawText("PRAGMA user_version"), "1");
+  auto store = MakeSqliteRunStore(path_);
+  EXPECT_EQ(RawText("PRAGMA user_version"), "2");
+  auto runs = store->ListRuns(0);
+  ASSERT_EQ(runs.size(), 1u);
+  ASSERT_EQ(runs[0].tasks.size(), 8u);
+  auto tasks = store->ListTasks(runs[0].run.id);
+  ASSERT_EQ(tasks.size(), 8u);
+  EXPECT_TRUE(tasks[0].finalists.empty());
+  EXPECT_EQ(tasks[0].name, "01_relu");
+  EXPECT_EQ(store->ListOutcomes(runs[0].run.id, 0).size(), 6u);
+  store->SetTaskFinalists(runs[0].run.id, 0, Json::array({Json{{"node", 0}, {"winner", true}}}));
+  EXPECT_EQ(MakeSqliteRunStore(path_)->GetTask(runs[0].run.id, 0)->finalists.size(), 1u);
 }
 
 TEST_F(SqliteStoreTest, RefusesAFileThatIsNotADatabase) {
