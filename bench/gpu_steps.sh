@@ -7,7 +7,7 @@
 #
 # Steps: env, ncu_record, repeat, bench_solutions, bench_all, adversarial,
 #        zoo, gpu_tests (= gpu_ctests + gpu_pytests), sandbox, cost,
-#        optimize_tune, optimize_replay, kill_resume, export_kb. The kopt binary is $KOPT (default build/kopt);
+#        optimize_tune, optimize_replay, kill_resume, export_kb, drift. The kopt binary is $KOPT (default build/kopt);
 # the GPU test binaries are $KOPT_TESTS/gpu_*_test (default build/tests; carry
 # stripped copies, e.g. in .devbin, and point KOPT_TESTS there).
 # Results go to $W (default /tmp/kopt-gpu-steps)/<step>/.
@@ -130,6 +130,18 @@ PY
   run=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['run'])" "$1/before.json")
   "$K" optimize --resume "$run" --store "$1/runs.db" --json "$1/resumed.json"
   python3 bench/run_state.py "$1/runs.db" "$1/before.json"
+}
+# Does a worker's allocation history move memory-bound times? The same small
+# tune run of two 512 MB tasks twice: as is, and with the caching allocator
+# emptied before each timing (KOPT_FRESH_ALLOCATOR=1). No finalists, so every
+# node is one search-time measurement.
+step_drift() {
+  for mode in asis fresh; do
+    fresh=0; [ "$mode" = fresh ] && fresh=1
+    KOPT_FRESH_ALLOCATOR=$fresh "$K" optimize tasks/level1/01_relu.py tasks/level1/06_layernorm.py \
+      --budget candidates=16 --finalists 0 --max-seconds 0.3 --store "$1/$mode.db" > "$1/$mode.txt" 2>&1
+  done
+  python3 bench/drift_summary.py asis="$1/asis.db" fresh="$1/fresh.db"
 }
 step_export_kb() {  # exported winners judged by KernelBench's own procedure
   run=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['run'])" "$W/optimize_tune/tune.json")

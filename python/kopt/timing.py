@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import math
+import os
 import random
 from typing import Any, Callable, Dict, List, Optional
 
@@ -12,6 +14,13 @@ from .errors import BadRequest, classify
 from . import checks
 from .inputs import clone_args, make_inputs, nbytes
 from .integrity import ORIG, Ledger, exact_tensor, plain
+
+# An experiment, read once before any candidate loads (bench/gpu_steps.sh
+# drift): KOPT_FRESH_ALLOCATOR=1 hands the caching allocator's free blocks
+# back to the driver before each timing's input sets are made, to test
+# whether a worker's allocation history moves memory-bound times
+# (bench/results/README.md, session 5).
+_FRESH_ALLOCATOR = os.environ.get("KOPT_FRESH_ALLOCATOR") == "1"
 
 DEFAULTS = {
     "contenders": ["candidate", "eager"],
@@ -160,6 +169,9 @@ def run_timing(cfg: dict, task, ref, candidate, device, ledger: Optional[Ledger]
         rotate = 2 * l2
 
     # Input sets.
+    if _FRESH_ALLOCATOR and device.is_cuda:
+        gc.collect()
+        device.empty_cache()
     first = make_inputs(task, int(cfg["seed"]), dev)
     set_bytes = sum(nbytes(a) for a in first if isinstance(a, torch.Tensor))
     n_sets = 1
