@@ -60,6 +60,17 @@ TEST(OptimizeCli, ATunedRunIsStoredExportedAndResumed) {
   r = Kopt({"show", run, "--store", store.string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("finalists re-timed together in one worker: #"), std::string::npos) << r.out;
+  {  // the command line is part of the run
+    Json argv = MakeSqliteRunStore(store)->GetRun(run)->options["argv"];
+    ASSERT_GE(argv.size(), 3u) << argv.dump();
+    EXPECT_EQ(argv[1], "optimize");
+    EXPECT_NE(argv.dump().find("--finalist-seconds"), std::string::npos) << argv.dump();
+  }
+
+  // --replay RUN with no task says to name them (it would otherwise search the default task).
+  r = Kopt({"optimize", "--replay", run, "--store", store.string(), "--device", "cpu"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("relu_sized.py"), std::string::npos) << r.err;
 
   // The winner as files to drop in: a ModelNew with its provenance.
   r = Kopt({"export", run, "--store", store.string(), "--out", (dir / "exported").string()});
@@ -69,8 +80,11 @@ TEST(OptimizeCli, ATunedRunIsStoredExportedAndResumed) {
   EXPECT_NE(readme.find(run), std::string::npos) << readme;
 
   // Resume with a larger budget: the search continues where it stopped.
-  r = Kopt({"optimize", "--resume", run, "--store", store.string(), "--budget", "5", "--device", "cpu"});
+  r = Kopt({"optimize", "--resume", run, "--store", store.string(), "--budget", "5", "--device", "cpu",
+            "--max-seconds", "0.2"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("continues with the run's own options; ignored: --max-seconds"), std::string::npos)
+      << r.err;
   auto s = MakeSqliteRunStore(store);
   EXPECT_EQ(s->GetRun(run)->spent.candidates, 5);
   EXPECT_EQ(s->ListOutcomes(run, 0).size(), 5u);

@@ -46,8 +46,9 @@ struct Context {
   std::filesystem::path cache_dir;
   std::string arch;
   std::unique_ptr<Builder> builder;
-  std::unique_ptr<WorkerChannel> worker;        ///< runs candidates (sandboxed unless --no-sandbox)
-  std::unique_ptr<WorkerChannel> clean_worker;  ///< never loads a candidate: capture, baselines, reference facts
+  std::unique_ptr<WorkerChannel> worker;  ///< runs candidates (sandboxed unless --no-sandbox)
+  std::unique_ptr<WorkerChannel>
+      clean_worker;  ///< never loads a candidate: capture, baselines, reference facts
   std::unique_ptr<Evaluator> evaluator;
 };
 
@@ -59,6 +60,10 @@ std::filesystem::path RunStorePath(const CommonOptions& options, const std::stri
 
 /// True when the command targets a CUDA device but none is visible.
 bool WantsGpuButNoneVisible(const CommonOptions& options);
+
+/// The command line kopt was started with (main() records it; runs store it).
+void SetCommandLine(int argc, char** argv);
+const std::vector<std::string>& CommandLine();
 
 /// Progress lines go to stderr, so stdout stays clean for tables and JSON.
 void PrintProgress(const std::string& line);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/context.h"
 #include "core/error.h"
 
 namespace {
@@ -28,6 +29,7 @@ std::string ParseErrorSentence(const CLI::App& app, const CLI::ParseError& e) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  kopt::SetCommandLine(argc, argv);
   CLI::App app{
       "kopt verifies candidate GPU kernels against a PyTorch reference, times them against eager\n"
       "PyTorch, torch.compile and the reference algorithm's roofline floor, and profiles them.\n"
@@ -48,11 +50,14 @@ int main(int argc, char** argv) {
   kopt::AddShowCommand(&app, &exit_code);
   app.footer(
       "\nExamples:\n"
-      "  kopt bench tasks/                                   run the suite: baselines, floors, solutions\n"
+      "  kopt bench tasks/                                   run the suite: baselines, floors, "
+      "solutions\n"
       "  kopt capture tasks/level1/01_relu.py                what kopt learns about a task\n"
       "  kopt eval tasks/level1/01_relu.py my_relu.cu        verify and time one candidate\n"
-      "  kopt report results.json                            an HTML page with charts of a saved result\n"
-      "  kopt build my_kernel.cu                             compile with kopt's nvcc recipe; print the .so\n");
+      "  kopt report results.json                            an HTML page with charts of a saved "
+      "result\n"
+      "  kopt build my_kernel.cu                             compile with kopt's nvcc recipe; "
+      "print the .so\n");
   // A first word that is no command: say which commands there are.
   if (argc > 1 && argv[1][0] != '-') {
     std::string names;
@@ -79,7 +84,8 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "kopt: {}\n", e.what());
     return 2;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "kopt: internal error: {}. Please report it with the command you ran.\n", e.what());
+    fmt::print(stderr, "kopt: internal error: {}. Please report it with the command you ran.\n",
+               e.what());
     return 3;
   }
   return exit_code;

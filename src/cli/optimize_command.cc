@@ -3,6 +3,7 @@
 #include <csignal>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.h"
 #include "cli/context.h"
@@ -42,6 +43,9 @@ struct OptimizeArgs {
   int finalists = 3;
   int pipeline = 4;
   bool compile = true;
+  /// Options given on the command line that a resumed run takes from the
+  /// store instead (filled by the command's callback).
+  std::vector<std::string> ignored_on_resume;
 };
 
 constexpr const char* kDefaultBudget = "10m";
@@ -213,7 +217,12 @@ int RunOptimize(const OptimizeArgs& a) {
   fs::path cache = a.common.cache_dir.empty() ? DefaultCacheDir() : fs::path(a.common.cache_dir);
   fs::path store_path = RunStorePath(a.common, a.store);
   std::vector<Task> tasks;
-  if (a.resume.empty()) tasks = ExpandTasks(a.tasks, FindRepoRoot());
+  if (!a.resume.empty() && !a.ignored_on_resume.empty())
+    PrintProgress(fmt::format("--resume continues with the run's own options; ignored: {}",
+                              fmt::join(a.ignored_on_resume, ", ")));
+  // --replay RUN needs the tasks named (the run's own options are not restored).
+  bool tasks_from_replayed_run = !a.replay.empty() && a.tasks.empty() && !fs::exists(a.replay);
+  if (a.resume.empty() && !tasks_from_replayed_run) tasks = ExpandTasks(a.tasks, FindRepoRoot());
   if (!a.from.empty() && tasks.size() > 1)
     throw Error("--from starts one task's search from your kernel: give exactly one task with it.");
   if (a.replay.empty() && WantsGpuButNoneVisible(a.common)) {
@@ -242,7 +251,7 @@ int RunOptimize(const OptimizeArgs& a) {
     o.eval.timing["energy"] = false;
   o.out = a.out;
   o.scratch = cache / "loop";
-  o.argv = Json::array();
+  o.argv = Json(CommandLine());
 
   Context ctx;
   std::unique_ptr<Runner> replay;
@@ -257,6 +266,15 @@ int RunOptimize(const OptimizeArgs& a) {
         throw Error("--replay " + a.replay + " is neither a results file nor a run in " +
                     store_path.string() + ": see kopt runs.");
       d = ReplayFromRun(*store, run->id);
+      if (tasks_from_replayed_run) {
+        std::vector<std::string> paths;
+        for (const TaskRecord& t : store->ListTasks(run->id)) paths.push_back(t.path);
+        throw Error(
+            fmt::format("--replay {} answers a new search from that run's records, so name its "
+                        "tasks and the options it ran with (its tasks: {}; kopt show {} lists "
+                        "its options).",
+                        a.replay, fmt::join(paths, " "), run->id));
+      }
     }
     replay = MakeReplayRunner(std::move(d));
     runner = replay.get();
@@ -372,7 +390,13 @@ void AddOptimizeCommand(CLI::App* app, int* exit_code) {
                 "Skip the torch.compile baseline (it takes a while to compile)");
   AddContractOptions(cmd, &args->contract);
   AddCommonOptions(cmd, &args->common);
-  cmd->callback([args, exit_code] { *exit_code = RunOptimize(*args); });
+  cmd->callback([args, exit_code, cmd] {
+    for (const char* name : {"--max-seconds", "--finalists", "--finalist-seconds", "--objective",
+                             "--search", "--seed", "--proposer", "--candidates", "--from"})
+      if (cmd->count(name) > 0) args->ignored_on_resume.push_back(name);
+    if (!args->tasks.empty()) args->ignored_on_resume.push_back("the task list");
+    *exit_code = RunOptimize(*args);
+  });
 }
 
 }  // namespace kopt
