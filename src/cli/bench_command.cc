@@ -24,6 +24,7 @@ struct BenchArgs {
   bool compile = true;
   std::string json_out;
   std::string html_out;
+  double timed_checks = -1;  ///< < 0: the policy's default
   double max_seconds = 2.0;
 };
 
@@ -261,6 +262,7 @@ int RunBench(const BenchArgs& a) {
     o.baselines = true;
     o.compile_baseline = a.compile;
     o.eval.timing["max_seconds"] = a.max_seconds;
+    if (a.timed_checks >= 0) o.eval.policy.timed_check_p = a.timed_checks;
     o.arch = ctx.arch;
     o.scratch = ctx.cache_dir / "loop";
     Tuner tuner(ctx.evaluator.get(), store.get(), o);
@@ -335,6 +337,10 @@ void AddBenchCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--max-seconds", args->max_seconds, "Timing budget per contender")
       ->capture_default_str()
       ->check(PositiveNumber());
+  cmd->add_option(
+         "--timed-checks", args->timed_checks,
+         "Chance that each timed call is checked after the fact (default 0.05; 1 checks every one)")
+      ->check(CLI::Range(0.0, 1.0));
   AddContractOptions(cmd, &args->contract);
   AddCommonOptions(cmd, &args->common);
   cmd->callback([args, exit_code] { *exit_code = RunBench(*args); });

@@ -42,6 +42,7 @@ struct OptimizeArgs {
   double finalist_seconds = 1.0;
   int finalists = 3;
   int pipeline = 4;
+  double timed_checks = -1;  ///< < 0: the policy's default
   bool compile = true;
   /// Options given on the command line that a resumed run takes from the
   /// store instead (filled by the command's callback).
@@ -245,6 +246,7 @@ int RunOptimize(const OptimizeArgs& a) {
   o.finalist_max_seconds = a.finalist_seconds;
   o.compile_baseline = a.compile;
   o.eval.timing["max_seconds"] = a.max_seconds;
+  if (a.timed_checks >= 0) o.eval.policy.timed_check_p = a.timed_checks;
   if (o.objective != Objective::kTime)
     o.eval.timing["energy"] = true;
   else
@@ -383,6 +385,10 @@ void AddOptimizeCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--finalist-seconds", args->finalist_seconds, "Timing budget of each finalist")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cmd->add_option(
+         "--timed-checks", args->timed_checks,
+         "Chance that each timed call is checked after the fact (default 0.05; 1 checks every one)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--pipeline", args->pipeline, "Candidates compiled ahead of the GPU")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
@@ -391,8 +397,9 @@ void AddOptimizeCommand(CLI::App* app, int* exit_code) {
   AddContractOptions(cmd, &args->contract);
   AddCommonOptions(cmd, &args->common);
   cmd->callback([args, exit_code, cmd] {
-    for (const char* name : {"--max-seconds", "--finalists", "--finalist-seconds", "--objective",
-                             "--search", "--seed", "--proposer", "--candidates", "--from"})
+    for (const char* name :
+         {"--max-seconds", "--finalists", "--finalist-seconds", "--objective", "--search", "--seed",
+          "--proposer", "--candidates", "--from", "--timed-checks"})
       if (cmd->count(name) > 0) args->ignored_on_resume.push_back(name);
     if (!args->tasks.empty()) args->ignored_on_resume.push_back("the task list");
     *exit_code = RunOptimize(*args);
