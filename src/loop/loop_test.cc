@@ -37,7 +37,8 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
 // The landscape the recorded "measurements" follow: best at THREADS=256,
 // ILP=4; THREADS=1024 with ILP=4 was wrong (a register-array overrun).
 double TimeMs(long long threads, long long ilp) {
-  return 0.5 * (1 + 0.15 * std::fabs(std::log2(threads / 256.0))) * (1 + 0.1 * std::fabs(std::log2(ilp / 4.0)));
+  return 0.5 * (1 + 0.15 * std::fabs(std::log2(threads / 256.0))) *
+         (1 + 0.1 * std::fabs(std::log2(ilp / 4.0)));
 }
 
 Measured MeasuredAt(double ms, double eager_ms) {
@@ -91,7 +92,8 @@ class CountingRunner : public Runner {
   const DeviceInfo& Device() override { return inner_->Device(); }
   const Ceilings& DeviceCeilings() override { return inner_->DeviceCeilings(); }
   TaskBundle Bundle(const Task& t, bool b, bool c) override { return inner_->Bundle(t, b, c); }
-  EvalRecord Evaluate(const Task& t, const TaskBundle& b, const Candidate& c, const EvalOptions& o) override {
+  EvalRecord Evaluate(const Task& t, const TaskBundle& b, const Candidate& c,
+                      const EvalOptions& o) override {
     if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
     EvalRecord r = inner_->Evaluate(t, b, c, o);
     ++counts[ContentHash({c.source})];
@@ -162,16 +164,18 @@ TEST(Loop, TheTunerFindsTheBestConfigurationAndRecordsEveryStep) {
   EXPECT_EQ(r.status, RunStatus::kBudgetSpent) << r.note;
   EXPECT_EQ(r.spent.candidates, 14);  // the root and 13 children; the finalists are re-timings
   EXPECT_EQ(runner.total, 14 + 3);
-  for (const auto& [hash, n] : runner.counts) EXPECT_LE(n, 2) << "measured at most once, plus once as a finalist";
+  for (const auto& [hash, n] : runner.counts)
+    EXPECT_LE(n, 2) << "measured at most once, plus once as a finalist";
   ASSERT_TRUE(t.best_proposal);
-  EXPECT_NE(t.best_proposal->candidate.name.find("THREADS=256"), std::string::npos) << t.best_proposal->candidate.name;
+  EXPECT_NE(t.best_proposal->candidate.name.find("THREADS=256"), std::string::npos)
+      << t.best_proposal->candidate.name;
   ASSERT_TRUE(t.best);
   EXPECT_NEAR(std::get<Measured>(t.best->outcome).time_ms.median, TimeMs(256, 4), 0.03);
   EXPECT_EQ(t.finalists.size(), 3u);
   EXPECT_EQ(events, 14);
   EXPECT_GE(bests, 2);
-  EXPECT_EQ(stages, (std::vector<std::string>{"capturing", "measuring the root", "searching", "re-timing finalists",
-                                              "done"}));
+  EXPECT_EQ(stages, (std::vector<std::string>{"capturing", "measuring the root", "searching",
+                                              "re-timing finalists", "done"}));
   EXPECT_GT(r.gpu_busy_s, 0);
 
   // The store has the tree, every outcome and the budget after each.
@@ -203,7 +207,8 @@ TEST(Loop, TheTunerFindsTheBestConfigurationAndRecordsEveryStep) {
 TEST(Loop, AFailingRootEndsTheTaskWithItsReason) {
   fs::path dir = testing::ScratchDir("loop-bad-root");
   ReplayData d = KernelReplay("synthetic");
-  d.records[ContentHash({kKernel})].outcome = Incorrect{{"output 0 has 12 element(s) the candidate never wrote"}};
+  d.records[ContentHash({kKernel})].outcome =
+      Incorrect{{"output 0 has 12 element(s) the candidate never wrote"}};
   auto runner = MakeReplayRunner(d);
   auto store = MakeMemoryRunStore();
   Tuner tuner(runner.get(), store.get(), TuneOptions(dir, "20"));
@@ -223,7 +228,8 @@ TEST(Loop, ASweepOfTheReplayProposerRanksAFolder) {
   d.bundles["relu"] = Bundle("relu");
   d.rejudge = false;
   for (int i = 0; i < 4; ++i) {
-    std::string src = fmt::format("// attempt {}\nextern \"C\" int kopt_forward() {{ return 0; }}\n", i);
+    std::string src =
+        fmt::format("// attempt {}\nextern \"C\" int kopt_forward() {{ return 0; }}\n", i);
     WriteTextFileAtomic(dir / fmt::format("attempts/a{}.cu", i), src);
     EvalRecord r;
     r.source_hash = ContentHash({src});
@@ -277,14 +283,70 @@ TEST(Loop, ResumeContinuesWithNothingMeasuredTwice) {
   size_t nodes_before = store->ListNodes(run_id, 0).size();
   CountingRunner second(MakeReplayRunner(KernelReplay("synthetic")));
   Tuner tuner(&second, store.get(), o);
-  LoopResult r = tuner.Resume(run_id.substr(0, 13) /* a prefix works */, ParseBudget("candidates=14"));
+  LoopResult r =
+      tuner.Resume(run_id.substr(0, 13) /* a prefix works */, ParseBudget("candidates=14"));
   EXPECT_EQ(r.run_id, run_id);
   EXPECT_EQ(r.spent.candidates, 14);
   EXPECT_EQ(second.total, 8);
-  for (const auto& [hash, n] : second.counts) EXPECT_EQ(first.counts.count(hash), 0u) << "measured twice";
+  for (const auto& [hash, n] : second.counts)
+    EXPECT_EQ(first.counts.count(hash), 0u) << "measured twice";
   EXPECT_GT(store->ListNodes(run_id, 0).size(), nodes_before);
   EXPECT_EQ(store->ListOutcomes(run_id, 0).size(), 14u);
   EXPECT_EQ(store->GetRun(run_id)->spent.candidates, 14);
+}
+
+// Killed after the run was created but before its task was stored (during
+// capture): --resume runs the task under the contract the run started with.
+TEST(Loop, ATaskKilledBeforeItWasStoredResumesUnderItsContract) {
+  fs::path dir = testing::ScratchDir("loop-resume-contract");
+  fs::remove(dir / "runs.db");
+  auto store = MakeSqliteRunStore(dir / "runs.db");
+  LoopOptions o = TuneOptions(dir, "candidates=3");
+  o.finalists = 0;
+  LoopTask task = KernelTask(dir);
+  WriteTextFileAtomic(task.from->path, task.from->source);  // --from's file: no node holds it yet
+  task.contract.second_shape["batch_size"] = 8193;
+  task.contract.precision = Precision::kTf32;
+  std::string run_id;
+  {
+    // A runner whose capture never answers stands for the process killed there.
+    class NoCapture : public Runner {
+     public:
+      TaskBundle Bundle(const Task&, bool, bool) override { throw Error("killed during capture"); }
+      EvalRecord Evaluate(const Task&, const TaskBundle&, const Candidate&,
+                          const EvalOptions&) override {
+        throw Error("unreachable");
+      }
+      const DeviceInfo& Device() override { return device_; }
+      const Ceilings& DeviceCeilings() override { return ceilings_; }
+
+     private:
+      DeviceInfo device_;
+      Ceilings ceilings_;
+    } none;
+    Tuner tuner(&none, store.get(), o);
+    LoopResult r = tuner.Run({task});
+    run_id = r.run_id;
+  }
+  // The run names its tasks with their contracts before any is captured. A
+  // run with those options and no task stored is what a kill during capture
+  // leaves behind.
+  RunRecord failed = *store->GetRun(run_id);
+  ASSERT_TRUE(failed.options["tasks"][0].contains("contract")) << failed.options.dump();
+  NewRun killed;
+  killed.options = failed.options;
+  killed.device = failed.device;
+  killed.kopt_version = failed.kopt_version;
+  run_id = store->CreateRun(killed).id;
+  ASSERT_TRUE(store->ListTasks(run_id).empty());
+  CountingRunner second(MakeReplayRunner(KernelReplay("synthetic")));
+  Tuner tuner(&second, store.get(), o);
+  LoopResult r = tuner.Resume(run_id);
+  ASSERT_EQ(store->ListTasks(run_id).size(), 1u);
+  Contract c = store->ListTasks(run_id)[0].contract;
+  EXPECT_EQ(c.second_shape.at("batch_size"), 8193);
+  EXPECT_EQ(c.precision, Precision::kTf32);
+  EXPECT_EQ(r.spent.candidates, 3) << r.tasks.at(0).error;
 }
 
 TEST(Loop, KilledAtRandomPointsTheRunResumesToCompletion) {
@@ -325,7 +387,8 @@ TEST(Loop, KilledAtRandomPointsTheRunResumesToCompletion) {
     std::map<std::string, int> hash_of_recorded;
     std::map<int, std::string> hashes;
     for (const auto& n : store->ListNodes(run_id, 0)) hashes[n.id] = n.source_hash;
-    for (int node : before) EXPECT_EQ(runner.counts.count(hashes[node]), 0u) << "node " << node << " measured twice";
+    for (int node : before)
+      EXPECT_EQ(runner.counts.count(hashes[node]), 0u) << "node " << node << " measured twice";
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "store/store_rules.h"
 
 namespace kopt {
 namespace fs = std::filesystem;
@@ -187,7 +188,11 @@ LoopResult Tuner::Run(const std::vector<LoopTask>& tasks) {
   Json opts = ToJson(options_);
   Json list = Json::array();
   for (const auto& t : tasks)
-    list.push_back({{"path", t.task.path.string()}, {"from", t.from ? t.from->path.string() : ""}});
+    // The contract too: a run killed before its task was stored resumes under
+    // the same contract.
+    list.push_back({{"path", t.task.path.string()},
+                    {"from", t.from ? t.from->path.string() : ""},
+                    {"contract", store_rules::ContractToStored(t.contract)}});
   opts["tasks"] = list;
   nr.options = opts;
   nr.device = ToJson(runner_->Device());
@@ -231,6 +236,8 @@ LoopResult Tuner::Resume(const std::string& run_id, const std::optional<BudgetLi
     if (i < records.size()) {
       t.task.name = records[i].name;
       t.contract = records[i].contract;
+    } else if (list[i].contains("contract")) {
+      t.contract = store_rules::ContractFromStored(list[i]["contract"]);
     }
     std::string from = list[i].value("from", "");
     if (!from.empty()) {
