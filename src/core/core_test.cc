@@ -59,8 +59,8 @@ TEST(Subprocess, KillsWholeProcessGroupAtDeadline) {
   // The grandchild would touch the marker after 2 s if it survived the kill.
   ProcessOptions opt;
   opt.timeout_s = 0.5;
-  ProcessResult r = RunProcess(
-      {"sh", "-c", "(sleep 2; touch " + marker.string() + ") & sleep 30"}, opt);
+  ProcessResult r =
+      RunProcess({"sh", "-c", "(sleep 2; touch " + marker.string() + ") & sleep 30"}, opt);
   EXPECT_TRUE(r.timed_out);
   EXPECT_LT(r.wall_s, 5);
   ::sleep(3);
@@ -74,7 +74,8 @@ TEST(Subprocess, MissingProgramIsSpawnFailure) {
 
 TEST(LineChild, LinesTimeoutAndKill) {
   LineChild child;
-  ASSERT_TRUE(child.Start({"sh", "-c", "echo ready; read x; echo got-$x; echo oops >&2; sleep 30"}, {}));
+  ASSERT_TRUE(
+      child.Start({"sh", "-c", "echo ready; read x; echo got-$x; echo oops >&2; sleep 30"}, {}));
   std::string line;
   auto soon = [] { return std::chrono::steady_clock::now() + std::chrono::seconds(5); };
   ASSERT_EQ(child.ReadLine(&line, soon()), LineChild::ReadStatus::kLine);

@@ -1,8 +1,8 @@
 #include "core/json.h"
 
+#include <unistd.h>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 #include "core/error.h"
 
@@ -10,20 +10,21 @@ namespace kopt {
 
 std::string ReadTextFile(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read " + path.string() + ": check that the file exists and is readable.");
+  if (!in)
+    throw Error("cannot read " + path.string() + ": check that the file exists and is readable.");
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
 
-void WriteTextFileAtomic(const std::filesystem::path& path,
-                         const std::string& text) {
+void WriteTextFileAtomic(const std::filesystem::path& path, const std::string& text) {
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
   auto tmp = path;
   tmp += ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error("cannot write " + tmp.string() + ": check permissions and free disk space.");
+    if (!out)
+      throw Error("cannot write " + tmp.string() + ": check permissions and free disk space.");
     out << text;
     out.flush();
     if (!out) throw Error("writing " + tmp.string() + " failed: check free disk space.");
@@ -46,8 +47,7 @@ Json ReadJsonFile(const std::filesystem::path& path) {
   }
 }
 
-void WriteJsonFileAtomic(const std::filesystem::path& path, const Json& value,
-                         int indent) {
+void WriteJsonFileAtomic(const std::filesystem::path& path, const Json& value, int indent) {
   WriteTextFileAtomic(path, value.dump(indent) + "\n");
 }
 
