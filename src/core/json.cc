@@ -1,6 +1,7 @@
 #include "core/json.h"
 
 #include <unistd.h>
+#include <atomic>
 #include <fstream>
 #include <sstream>
 
@@ -19,19 +20,30 @@ std::string ReadTextFile(const std::filesystem::path& path) {
 
 void WriteTextFileAtomic(const std::filesystem::path& path, const std::string& text) {
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  // One temporary file per call, not per process: two threads writing the
+  // same path must not share (and truncate) each other's temporary file.
+  static std::atomic<unsigned long long> counter{0};
   auto tmp = path;
-  tmp += ".tmp." + std::to_string(::getpid());
+  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
+  std::error_code ec;
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out)
       throw Error("cannot write " + tmp.string() + ": check permissions and free disk space.");
     out << text;
     out.flush();
-    if (!out) throw Error("writing " + tmp.string() + " failed: check free disk space.");
+    if (!out) {
+      out.close();
+      std::filesystem::remove(tmp, ec);
+      throw Error("writing " + tmp.string() + " failed: check free disk space.");
+    }
   }
-  std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-  if (ec) throw Error("cannot replace " + path.string() + ": " + ec.message() + ".");
+  if (ec) {
+    std::string why = ec.message();
+    std::filesystem::remove(tmp, ec);
+    throw Error("cannot replace " + path.string() + ": " + why + ".");
+  }
 }
 
 double NumberOr(const Json& j, const char* key, double fallback) {
