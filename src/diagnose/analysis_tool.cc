@@ -90,13 +90,4 @@ Diagnosis Finish(const AnalysisTool& tool, const AnalysisInput& in, Diagnosis d)
   return d;
 }
 
-Json ToJson(const Diagnosis& d) {
-  return Json{{"tool", d.tool},
-              {"severity", d.severity},
-              {"estimated_gain", d.estimated_gain},
-              {"evidence", ToJson(d.evidence)},
-              {"advice", d.advice},
-              {"suggested_moves", d.suggested_moves}};
-}
-
 }  // namespace kopt

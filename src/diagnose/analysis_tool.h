@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "build/builder.h"
+#include "core/diagnosis.h"
 #include "core/json.h"
 #include "diagnose/roofline.h"
 #include "profile/metrics.h"
@@ -30,16 +31,6 @@
 #include "task/device.h"
 
 namespace kopt {
-
-/// One finding.
-struct Diagnosis {
-  std::string tool;
-  std::string severity;       ///< "info", "warning" or "critical" (from estimated_gain)
-  double estimated_gain = 0;  ///< fraction of the kernel's time it might save, 0..1
-  Metrics evidence;           ///< the numbers it is based on, metric -> value
-  std::string advice;         ///< plain English, one or two sentences
-  std::vector<std::string> suggested_moves;  ///< short names of code changes
-};
 
 /// Tool thresholds from data/diagnose/thresholds.json.
 class Thresholds {
@@ -126,7 +117,5 @@ std::vector<Diagnosis> RunTools(const ToolRegistry& registry, const AnalysisInpu
 
 /// Fills tool and severity and clamps the gain to [0, 1] (tools call this).
 Diagnosis Finish(const AnalysisTool& tool, const AnalysisInput& in, Diagnosis d);
-
-Json ToJson(const Diagnosis& d);
 
 }  // namespace kopt

@@ -1,18 +1,14 @@
-// Per-kernel hardware metrics by Nsight Compute name, in base units.
+// Reading Metrics (core/metrics.h): the Nsight Compute names kopt's tools
+// read, in base units, and lookups that tolerate ncu's renames.
 #pragma once
 
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "core/json.h"
+#include "core/metrics.h"
 
 namespace kopt {
-
-/// Metric name (as ncu spells it, e.g. "dram__bytes.sum") to value. Times are
-/// nanoseconds, sizes bytes, rates per second, percentages 0..100.
-using Metrics = std::map<std::string, double>;
 
 /// The value when present.
 std::optional<double> GetMetric(const Metrics& m, const std::string& name);
@@ -32,9 +28,6 @@ std::optional<double> SumMetrics(const Metrics& m, const std::string& prefix,
 /// percentages, ratios, launch attributes) are weighted by `weight` and summed,
 /// so callers averaging over launches pass duration fractions as weights.
 void AccumulateMetrics(Metrics* into, const Metrics& from, double weight);
-
-Json ToJson(const Metrics& m);
-Metrics MetricsFromJson(const Json& j);
 
 /// Names kopt's tools read; the ncu command in tests/data/ncu/README.md
 /// collects exactly these (KoptNcuMetrics()).
