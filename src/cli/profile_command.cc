@@ -12,6 +12,7 @@
 #include "loop/tuner.h"
 #include "report/html_report.h"
 #include "report/table.h"
+#include "store/file_cache.h"
 #include "store/run_store.h"
 #include "task/task_loader.h"
 
@@ -118,9 +119,17 @@ void Print(const ProfileData& d, const DiagnosisReport& r) {
   if (!tiers.empty()) fmt::print("tier cost  {}\n", tiers);
 }
 
+// Where a profile is kept with its candidate: a folder of the cache's
+// "profiles" (store/file_cache.h).
+struct StoredProfile {
+  fs::path cache_dir;
+  std::string key;  ///< ProfileCacheKey
+};
+
 /// Runs the tiers on the GPU: verification first (a wrong kernel is not
 /// worth profiling), then static, ncu tier 1, ncu tier 2 and the timeline.
-ProfileData Collect(const ProfileArgs& a, const fs::path& data_dir, fs::path* stored) {
+ProfileData Collect(const ProfileArgs& a, const fs::path& data_dir,
+                    std::optional<StoredProfile>* stored) {
   Task task = LoadTask(a.task, PythonFor(a.common));
   Candidate cand = LoadCandidate(a.candidate);
   if (WantsGpuButNoneVisible(a.common))
@@ -212,15 +221,14 @@ ProfileData Collect(const ProfileArgs& a, const fs::path& data_dir, fs::path* st
   to.progress = PrintProgress;
   auto profiler = MakeProcessProfiler();
   RunProfileTiers(*profiler, target, objects, to, data_dir, &d);
-  *stored =
-      ctx.cache_dir / "profiles" / (task.name + "-" + ContentHash({cand.source}).substr(0, 16));
+  *stored = StoredProfile{ctx.cache_dir, ProfileCacheKey(task.name, ContentHash({cand.source}))};
   return d;
 }
 
 int RunProfile(const ProfileArgs& a) {
   fs::path data_dir = DiagnoseDataDir();
   ProfileData d;
-  fs::path stored;
+  std::optional<StoredProfile> stored;
   if (!a.replay_dir.empty()) {
     d = LoadProfile(a.replay_dir);
   } else {
@@ -232,11 +240,13 @@ int RunProfile(const ProfileArgs& a) {
   DiagnosisReport r = DiagnoseProfileData(d, data_dir);
   Print(d, r);
   Json j = ToJson(d, r);
-  if (!stored.empty()) {  // diagnoses are kept with the candidate
-    SaveProfile(d, stored);
-    WriteJsonFileAtomic(stored / "diagnosis.json", j);
-    WriteHtmlReport(stored / "report.html", j);
-    fmt::print("stored     {}\n", stored.string());
+  if (stored) {  // diagnoses are kept with the candidate
+    FileCache cache(stored->cache_dir);
+    fs::path dir = cache.FolderOf(CacheCollection::kProfiles, stored->key);
+    SaveProfile(d, dir);
+    cache.Put(CacheCollection::kProfiles, ProfileDiagnosisKey(stored->key), j);
+    WriteHtmlReport(dir / "report.html", j);
+    fmt::print("stored     {}\n", dir.string());
   }
   if (!a.save_dir.empty()) SaveProfile(d, a.save_dir);
   if (!a.json_out.empty()) {

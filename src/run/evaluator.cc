@@ -12,7 +12,6 @@
 #include "run/static_check.h"
 
 namespace kopt {
-namespace fs = std::filesystem;
 namespace {
 
 // Bumped whenever the bundle's contents or their derivation change, so stale
@@ -61,7 +60,8 @@ Evaluator::Evaluator(Builder* builder, WorkerChannel* worker, EvaluatorConfig co
     : builder_(builder),
       worker_(worker),
       clean_(clean ? clean : worker),
-      config_(std::move(config)) {
+      config_(std::move(config)),
+      cache_(config_.cache_dir) {
   std::random_device rd;
   fp_key_ = (static_cast<std::uint64_t>(rd()) << 20) ^ rd();
   fp_key_ &= (1ULL << 40) - 1;  // stays exact through JSON doubles
@@ -87,14 +87,11 @@ const DeviceInfo& Evaluator::Device() {
 const Ceilings& Evaluator::DeviceCeilings() {
   if (ceilings_) return *ceilings_;
   const DeviceInfo& dev = Device();
-  fs::path file = config_.cache_dir / "devices" / (dev.Key() + ".json");
-  if (!config_.refresh && fs::exists(file)) {
-    try {
-      ceilings_ = CeilingsFromJson(ReadJsonFile(file).at("ceilings"));
-      return *ceilings_;
-    } catch (const std::exception&) {
-      // A damaged cache entry is measured again.
-    }
+  const std::string key = DeviceCacheKey(dev);
+  if (!config_.refresh) {  // a damaged entry is a miss: measured again
+    ceilings_ = cache_.Get(CacheCollection::kDevices, key,
+                           [](const Json& j) { return CeilingsFromJson(j.at("ceilings")); });
+    if (ceilings_) return *ceilings_;
   }
   Progress("measuring device ceilings (once per GPU)");
   WorkerReply r = clean_->Call(Json{{"op", "ceilings"}, {"seconds", 5}}, 600);
@@ -102,22 +99,17 @@ const Ceilings& Evaluator::DeviceCeilings() {
     throw Error("measuring the device's ceilings failed (" + r.message +
                 "): check that the GPU works with `nvidia-smi`.");
   ceilings_ = CeilingsFromProbes(ParseCeilingsReply(r.body), dev);
-  WriteJsonFileAtomic(file, Json{{"device", ToJson(dev)}, {"ceilings", ToJson(*ceilings_)}});
+  cache_.Put(CacheCollection::kDevices, key,
+             Json{{"device", ToJson(dev)}, {"ceilings", ToJson(*ceilings_)}});
   return *ceilings_;
 }
 
 TaskBundle Evaluator::Bundle(const Task& task, bool baselines, bool compile) {
   const DeviceInfo& dev = Device();
   std::string hash = ContentHash({kBundleFormat, ReadTextFile(task.path)});
-  fs::path file = config_.cache_dir / "bundles" / dev.Key() /
-                  (task.path.stem().string() + "-" + hash.substr(0, 16) + ".json");
+  const std::string key = BundleCacheKey(dev, task.path, hash);
   std::optional<TaskBundle> bundle;
-  if (!config_.refresh && fs::exists(file)) {
-    try {
-      bundle = BundleFromJson(ReadJsonFile(file));
-    } catch (const std::exception&) {
-    }
-  }
+  if (!config_.refresh) bundle = cache_.Get(CacheCollection::kBundles, key, BundleFromJson);
   if (!bundle) {
     const Ceilings& ceilings = DeviceCeilings();
     Progress("capturing " + task.name);
@@ -128,7 +120,7 @@ TaskBundle Evaluator::Bundle(const Task& task, bool baselines, bool compile) {
                                  900);
     if (!r.ok()) ThrowTaskError(task, r, "capture");
     bundle = BundleFromCapture(task, hash, ParseCaptureReply(r.body), dev, ceilings);
-    WriteJsonFileAtomic(file, ToJson(*bundle));
+    cache_.Put(CacheCollection::kBundles, key, ToJson(*bundle));
   }
   bool need_eager = baselines && !bundle->eager_ms;
   bool need_compile = baselines && compile && !bundle->compile_ms && bundle->compile_error.empty();
@@ -157,7 +149,7 @@ TaskBundle Evaluator::Bundle(const Task& task, bool baselines, bool compile) {
     };
     take("eager", &bundle->eager_ms, nullptr);
     take("compile", &bundle->compile_ms, &bundle->compile_error);
-    WriteJsonFileAtomic(file, ToJson(*bundle));
+    cache_.Put(CacheCollection::kBundles, key, ToJson(*bundle));
   }
   return *bundle;
 }

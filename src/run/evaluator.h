@@ -20,13 +20,14 @@
 #include "run/runner.h"
 #include "run/verdict.h"
 #include "run/worker_channel.h"
+#include "store/file_cache.h"
 #include "task/bundle.h"
 #include "task/device.h"
 
 namespace kopt {
 
 struct EvaluatorConfig {
-  std::filesystem::path cache_dir;  ///< ceilings and bundles live here
+  std::filesystem::path cache_dir;  ///< ceilings and bundles live here (store/file_cache.h)
   bool refresh = false;             ///< ignore cached ceilings and bundles
 };
 
@@ -69,6 +70,7 @@ class Evaluator : public Runner {
   WorkerChannel* worker_;
   WorkerChannel* clean_;
   EvaluatorConfig config_;
+  FileCache cache_;                              ///< ceilings and bundles, under config_.cache_dir
   std::mutex prebuilt_mu_;                       ///< Prebuild may run on the loop's compile thread
   std::map<std::string, BuildResult> prebuilt_;  ///< by source: what Prebuild compiled or found
   std::optional<DeviceInfo> device_;
