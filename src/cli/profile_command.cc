@@ -6,13 +6,14 @@
 
 #include "cli/commands.h"
 #include "cli/context.h"
-#include "loop/tuner.h"
-#include "store/run_store.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "diagnose/profile_session.h"
+#include "loop/tuner.h"
 #include "report/html_report.h"
 #include "report/table.h"
+#include "store/file_cache.h"
+#include "store/run_store.h"
 #include "task/task_loader.h"
 
 namespace kopt {
@@ -51,18 +52,19 @@ void Print(const ProfileData& d, const DiagnosisReport& r) {
   fmt::print("candidate  {} ({})\n", d.candidate_name, d.candidate_kind);
   if (d.context.time_ms > 0)
     fmt::print("measured   {} ms per call (CUDA events){}\n", FormatMs(d.context.time_ms),
-               d.context.host_ms > 0 ? ", host clock " + FormatMs(d.context.host_ms) + " ms" : std::string());
+               d.context.host_ms > 0 ? ", host clock " + FormatMs(d.context.host_ms) + " ms"
+                                     : std::string());
   fmt::print("class      {} — {}\n", BoundClassName(r.call.bound), r.call.explanation);
   if (r.call.floor_ms > 0)
-    fmt::print("floor      {} ms ({}-bound); the call takes {:.2f}x the floor\n", FormatMs(r.call.floor_ms),
-               r.call.floor_bound, r.call.headroom);
+    fmt::print("floor      {} ms ({}-bound); the call takes {:.2f}x the floor\n",
+               FormatMs(r.call.floor_ms), r.call.floor_bound, r.call.headroom);
 
   Table t({"kernel", "launches", "ms/launch", "class", "explanation"});
   for (const auto& k : r.kernels) {
     std::string name = k.kernel.substr(0, k.kernel.find('('));
     if (name.size() > 48) name = name.substr(0, 45) + "...";
-    t.AddRow({name, std::to_string(k.launches), FormatMs(k.mean_ms), BoundClassName(k.roofline.bound),
-              k.roofline.explanation});
+    t.AddRow({name, std::to_string(k.launches), FormatMs(k.mean_ms),
+              BoundClassName(k.roofline.bound), k.roofline.explanation});
   }
   fmt::print("\n{}", t.Render());
 
@@ -73,9 +75,11 @@ void Print(const ProfileData& d, const DiagnosisReport& r) {
   std::vector<Item> items;
   for (const auto& d2 : r.call_diagnoses) items.push_back({"whole call", &d2});
   for (const auto& k : r.kernels)
-    for (const auto& d2 : k.diagnoses) items.push_back({k.kernel.substr(0, k.kernel.find('(')), &d2});
-  std::stable_sort(items.begin(), items.end(),
-                   [](const Item& a, const Item& b) { return a.d->estimated_gain > b.d->estimated_gain; });
+    for (const auto& d2 : k.diagnoses)
+      items.push_back({k.kernel.substr(0, k.kernel.find('(')), &d2});
+  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    return a.d->estimated_gain > b.d->estimated_gain;
+  });
   fmt::print("\ndiagnoses, most valuable first\n");
   if (items.empty()) fmt::print("  none: no tool found a flaw worth reporting\n");
   for (const auto& it : items) {
@@ -98,27 +102,41 @@ void Print(const ProfileData& d, const DiagnosisReport& r) {
       for (const auto& l : h.top) {
         std::string why;
         if (!l.top_reason.empty() && l.stall_samples > 0)
-          why = fmt::format("  [{} {:.0f}%{}]", l.top_reason, 100 * l.top_reason_samples / l.stall_samples,
-                            l.executed == 0 && l.top_reason == "drain" ? ": warps done, waiting for their stores" : "");
-        fmt::print("  {:>5.1f}%  {:<16} {}{}\n", h.total_samples > 0 ? 100 * l.stall_samples / h.total_samples : 0.0,
-                   l.address, l.source, why);
+          why = fmt::format(
+              "  [{} {:.0f}%{}]", l.top_reason, 100 * l.top_reason_samples / l.stall_samples,
+              l.executed == 0 && l.top_reason == "drain" ? ": warps done, waiting for their stores"
+                                                         : "");
+        fmt::print("  {:>5.1f}%  {:<16} {}{}\n",
+                   h.total_samples > 0 ? 100 * l.stall_samples / h.total_samples : 0.0, l.address,
+                   l.source, why);
       }
     }
   }
   for (const auto& n : r.notes) fmt::print("note       {}\n", n);
   std::string tiers;
-  for (const auto& [tier, s] : d.tier_seconds) tiers += fmt::format("{}{} {:.1f} s", tiers.empty() ? "" : ", ", tier, s);
+  for (const auto& [tier, s] : d.tier_seconds)
+    tiers += fmt::format("{}{} {:.1f} s", tiers.empty() ? "" : ", ", tier, s);
   if (!tiers.empty()) fmt::print("tier cost  {}\n", tiers);
 }
 
+// Where a profile is kept with its candidate: a folder of the cache's
+// "profiles" (store/file_cache.h).
+struct StoredProfile {
+  fs::path cache_dir;
+  std::string key;  ///< ProfileCacheKey
+};
+
 /// Runs the tiers on the GPU: verification first (a wrong kernel is not
 /// worth profiling), then static, ncu tier 1, ncu tier 2 and the timeline.
-ProfileData Collect(const ProfileArgs& a, const fs::path& data_dir, fs::path* stored) {
+ProfileData Collect(const ProfileArgs& a, const fs::path& data_dir,
+                    std::optional<StoredProfile>* stored) {
   Task task = LoadTask(a.task, PythonFor(a.common));
   Candidate cand = LoadCandidate(a.candidate);
   if (WantsGpuButNoneVisible(a.common))
-    throw Error("no CUDA GPU is visible on this machine: run kopt profile where a GPU is, or pass --replay DIR to "
-                "diagnose a saved profile.");
+    throw Error(
+        "no CUDA GPU is visible on this machine: run kopt profile where a GPU is, or pass --replay "
+        "DIR to "
+        "diagnose a saved profile.");
   Context ctx = MakeContext(a.common);
   ctx.evaluator->Prewarm();
   // Verification and timing are the loop's: the candidate is its one replayed
@@ -143,7 +161,8 @@ ProfileData Collect(const ProfileArgs& a, const fs::path& data_dir, fs::path* st
     seen = *e.bundle;
   });
   PrintProgress("verifying and timing " + cand.name);
-  Contract contract = ResolveContract(task, ContractOverrides{});  // the task's own contract file, if any
+  Contract contract =
+      ResolveContract(task, ContractOverrides{});  // the task's own contract file, if any
   LoopResult lr = tuner.Run({LoopTask{task, contract, std::nullopt}});
   if (!measured) {
     if (!lr.tasks.empty() && !lr.tasks[0].error.empty()) throw Error(lr.tasks[0].error);
@@ -153,9 +172,10 @@ ProfileData Collect(const ProfileArgs& a, const fs::path& data_dir, fs::path* st
   TaskBundle bundle = *seen;
   const auto* m = std::get_if<Measured>(&rec.outcome);
   if (!m)
-    throw Error(fmt::format("{} is not profiled because it did not pass verification ({}); fix it with kopt eval "
-                            "first.",
-                            cand.name, OutcomeLine(rec.outcome)));
+    throw Error(fmt::format(
+        "{} is not profiled because it did not pass verification ({}); fix it with kopt eval "
+        "first.",
+        cand.name, OutcomeLine(rec.outcome)));
 
   ProfileData d;
   d.task_name = task.name;
@@ -201,29 +221,32 @@ ProfileData Collect(const ProfileArgs& a, const fs::path& data_dir, fs::path* st
   to.progress = PrintProgress;
   auto profiler = MakeProcessProfiler();
   RunProfileTiers(*profiler, target, objects, to, data_dir, &d);
-  *stored = ctx.cache_dir / "profiles" / (task.name + "-" + ContentHash({cand.source}).substr(0, 16));
+  *stored = StoredProfile{ctx.cache_dir, ProfileCacheKey(task.name, ContentHash({cand.source}))};
   return d;
 }
 
 int RunProfile(const ProfileArgs& a) {
   fs::path data_dir = DiagnoseDataDir();
   ProfileData d;
-  fs::path stored;
+  std::optional<StoredProfile> stored;
   if (!a.replay_dir.empty()) {
     d = LoadProfile(a.replay_dir);
   } else {
     if (a.task.empty() || a.candidate.empty())
-      throw Error("kopt profile needs a task and a candidate (or --replay DIR): see kopt profile --help.");
+      throw Error(
+          "kopt profile needs a task and a candidate (or --replay DIR): see kopt profile --help.");
     d = Collect(a, data_dir, &stored);
   }
   DiagnosisReport r = DiagnoseProfileData(d, data_dir);
   Print(d, r);
   Json j = ToJson(d, r);
-  if (!stored.empty()) {  // diagnoses are kept with the candidate
-    SaveProfile(d, stored);
-    WriteJsonFileAtomic(stored / "diagnosis.json", j);
-    WriteHtmlReport(stored / "report.html", j);
-    fmt::print("stored     {}\n", stored.string());
+  if (stored) {  // diagnoses are kept with the candidate
+    FileCache cache(stored->cache_dir);
+    fs::path dir = cache.FolderOf(CacheCollection::kProfiles, stored->key);
+    SaveProfile(d, dir);
+    cache.Put(CacheCollection::kProfiles, ProfileDiagnosisKey(stored->key), j);
+    WriteHtmlReport(dir / "report.html", j);
+    fmt::print("stored     {}\n", dir.string());
   }
   if (!a.save_dir.empty()) SaveProfile(d, a.save_dir);
   if (!a.json_out.empty()) {
@@ -241,39 +264,49 @@ int RunProfile(const ProfileArgs& a) {
 
 void AddProfileCommand(CLI::App* app, int* exit_code) {
   auto args = std::make_shared<ProfileArgs>();
-  CLI::App* cmd = app->add_subcommand(
-      "profile", "Profile a verified candidate (ncu, SASS, timeline), classify it on the roofline and diagnose it");
+  CLI::App* cmd = app->add_subcommand("profile",
+                                      "Profile a verified candidate (ncu, SASS, timeline), "
+                                      "classify it on the roofline and diagnose it");
   cmd->add_option("task", args->task, "KernelBench-format task file (.py)");
-  cmd->add_option("candidate", args->candidate, "A .cu implementing include/kopt/abi.h, or a ModelNew .py");
-  cmd->add_option("--tier", args->tier,
-                  "1: a small ncu metric set; 2: plus the sections the bottleneck class needs (default)")
+  cmd->add_option("candidate", args->candidate,
+                  "A .cu implementing include/kopt/abi.h, or a ModelNew .py");
+  cmd->add_option(
+         "--tier", args->tier,
+         "1: a small ncu metric set; 2: plus the sections the bottleneck class needs (default)")
       ->check(CLI::Range(1, 2))
       ->capture_default_str();
-  cmd->add_flag("--one-pass", args->one_pass,
-               "Collect tier 1 and every class's tier-2 metrics in one ncu run (for recording fixtures)");
+  cmd->add_flag(
+      "--one-pass", args->one_pass,
+      "Collect tier 1 and every class's tier-2 metrics in one ncu run (for recording fixtures)");
   cmd->add_flag("--source", args->source,
-               "Also collect source-level counters (SASS lines with their stall samples) of the kernel taking the "
-               "most time");
+                "Also collect source-level counters (SASS lines with their stall samples) of the "
+                "kernel taking the "
+                "most time");
   cmd->add_option("--calls", args->calls, "Forward calls profiled by ncu, after 3 warm-up calls")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
   cmd->add_option("--max-launches", args->max_launches,
-                  "Kernel launches per call ncu profiles (each costs it a second or two); the timeline counts the "
+                  "Kernel launches per call ncu profiles (each costs it a second or two); the "
+                  "timeline counts the "
                   "rest. 0: all")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
   cmd->add_option("--timeline", args->timeline,
-                  "Kernel timeline through the PyTorch profiler: auto (hybrids and multi-kernel calls), on, off")
+                  "Kernel timeline through the PyTorch profiler: auto (hybrids and multi-kernel "
+                  "calls), on, off")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   cmd->add_option("--max-seconds", args->max_seconds, "Timing budget of the verification run")
       ->capture_default_str()
       ->check(PositiveNumber());
   cmd->add_option("--json", args->json_out, "Write the classification and diagnoses to this file");
-  cmd->add_option("--html", args->html_out, "Write an HTML report (roofline, utilization, diagnoses) to this file");
-  cmd->add_option("--save", args->save_dir, "Also keep the raw ncu CSV, SASS and context in this folder");
-  cmd->add_option("--replay", args->replay_dir,
-                  "Diagnose a folder written by --save again, without a GPU (thresholds from data/diagnose)");
+  cmd->add_option("--html", args->html_out,
+                  "Write an HTML report (roofline, utilization, diagnoses) to this file");
+  cmd->add_option("--save", args->save_dir,
+                  "Also keep the raw ncu CSV, SASS and context in this folder");
+  cmd->add_option(
+      "--replay", args->replay_dir,
+      "Diagnose a folder written by --save again, without a GPU (thresholds from data/diagnose)");
   AddCommonOptions(cmd, &args->common);
   cmd->callback([args, exit_code] { *exit_code = RunProfile(*args); });
 }

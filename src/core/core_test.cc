@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/json.h"
@@ -59,8 +62,8 @@ TEST(Subprocess, KillsWholeProcessGroupAtDeadline) {
   // The grandchild would touch the marker after 2 s if it survived the kill.
   ProcessOptions opt;
   opt.timeout_s = 0.5;
-  ProcessResult r = RunProcess(
-      {"sh", "-c", "(sleep 2; touch " + marker.string() + ") & sleep 30"}, opt);
+  ProcessResult r =
+      RunProcess({"sh", "-c", "(sleep 2; touch " + marker.string() + ") & sleep 30"}, opt);
   EXPECT_TRUE(r.timed_out);
   EXPECT_LT(r.wall_s, 5);
   ::sleep(3);
@@ -74,7 +77,8 @@ TEST(Subprocess, MissingProgramIsSpawnFailure) {
 
 TEST(LineChild, LinesTimeoutAndKill) {
   LineChild child;
-  ASSERT_TRUE(child.Start({"sh", "-c", "echo ready; read x; echo got-$x; echo oops >&2; sleep 30"}, {}));
+  ASSERT_TRUE(
+      child.Start({"sh", "-c", "echo ready; read x; echo got-$x; echo oops >&2; sleep 30"}, {}));
   std::string line;
   auto soon = [] { return std::chrono::steady_clock::now() + std::chrono::seconds(5); };
   ASSERT_EQ(child.ReadLine(&line, soon()), LineChild::ReadStatus::kLine);
@@ -96,6 +100,33 @@ TEST(Json, AtomicWriteRoundTrip) {
   WriteJsonFileAtomic(dir / "sub" / "x.json", j);
   EXPECT_EQ(ReadJsonFile(dir / "sub" / "x.json"), j);
   EXPECT_THROW(ReadJsonFile(dir / "missing.json"), Error);
+}
+
+// Two threads of one process writing the same file: each write has its own
+// temporary file, so neither fails and the file always holds one whole value.
+TEST(Json, AtomicWritesFromTwoThreads) {
+  auto dir = testing::ScratchDir("json-threads");
+  const auto file = dir / "x.json";
+  const Json a{{"who", "a"}, {"pad", std::string(64 * 1024, 'a')}};
+  const Json b{{"who", "b"}, {"pad", std::string(64 * 1024, 'b')}};
+  std::atomic<int> failures{0};
+  auto writer = [&](const Json& value) {
+    for (int i = 0; i < 50; ++i) {
+      try {
+        WriteJsonFileAtomic(file, value);
+      } catch (const Error&) {
+        ++failures;
+      }
+    }
+  };
+  std::thread ta(writer, a), tb(writer, b);
+  ta.join();
+  tb.join();
+  EXPECT_EQ(failures.load(), 0);
+  Json got = ReadJsonFile(file);
+  EXPECT_TRUE(got == a || got == b);
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    EXPECT_EQ(e.path().filename(), "x.json") << "left behind: " << e.path();
 }
 
 TEST(Outcome, JsonCarriesVerdictAndReason) {

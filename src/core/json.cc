@@ -1,8 +1,9 @@
 #include "core/json.h"
 
+#include <unistd.h>
+#include <atomic>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 #include "core/error.h"
 
@@ -10,27 +11,39 @@ namespace kopt {
 
 std::string ReadTextFile(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read " + path.string() + ": check that the file exists and is readable.");
+  if (!in)
+    throw Error("cannot read " + path.string() + ": check that the file exists and is readable.");
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
 
-void WriteTextFileAtomic(const std::filesystem::path& path,
-                         const std::string& text) {
+void WriteTextFileAtomic(const std::filesystem::path& path, const std::string& text) {
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  // One temporary file per call, not per process: two threads writing the
+  // same path must not share (and truncate) each other's temporary file.
+  static std::atomic<unsigned long long> counter{0};
   auto tmp = path;
-  tmp += ".tmp." + std::to_string(::getpid());
+  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
+  std::error_code ec;
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error("cannot write " + tmp.string() + ": check permissions and free disk space.");
+    if (!out)
+      throw Error("cannot write " + tmp.string() + ": check permissions and free disk space.");
     out << text;
     out.flush();
-    if (!out) throw Error("writing " + tmp.string() + " failed: check free disk space.");
+    if (!out) {
+      out.close();
+      std::filesystem::remove(tmp, ec);
+      throw Error("writing " + tmp.string() + " failed: check free disk space.");
+    }
   }
-  std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-  if (ec) throw Error("cannot replace " + path.string() + ": " + ec.message() + ".");
+  if (ec) {
+    std::string why = ec.message();
+    std::filesystem::remove(tmp, ec);
+    throw Error("cannot replace " + path.string() + ": " + why + ".");
+  }
 }
 
 double NumberOr(const Json& j, const char* key, double fallback) {
@@ -46,8 +59,7 @@ Json ReadJsonFile(const std::filesystem::path& path) {
   }
 }
 
-void WriteJsonFileAtomic(const std::filesystem::path& path, const Json& value,
-                         int indent) {
+void WriteJsonFileAtomic(const std::filesystem::path& path, const Json& value, int indent) {
   WriteTextFileAtomic(path, value.dump(indent) + "\n");
 }
 

@@ -30,17 +30,22 @@ Thresholds LoadThresholds(const fs::path& path) {
 }
 
 fs::path DiagnoseDataDir() {
-  auto has = [](const fs::path& root) { return fs::exists(root / "data" / "diagnose" / "thresholds.json"); };
-  if (const char* env = std::getenv("KOPT_ROOT"); env && has(env)) return fs::path(env) / "data" / "diagnose";
+  auto has = [](const fs::path& root) {
+    return fs::exists(root / "data" / "diagnose" / "thresholds.json");
+  };
+  if (const char* env = std::getenv("KOPT_ROOT"); env && has(env))
+    return fs::path(env) / "data" / "diagnose";
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  for (fs::path p = exe.parent_path(); !ec && !p.empty() && p != p.root_path(); p = p.parent_path()) {
+  for (fs::path p = exe.parent_path(); !ec && !p.empty() && p != p.root_path();
+       p = p.parent_path()) {
     if (has(p)) return p / "data" / "diagnose";
   }
   for (fs::path p = fs::current_path(); !p.empty() && p != p.root_path(); p = p.parent_path()) {
     if (has(p)) return p / "data" / "diagnose";
   }
-  throw Error("cannot find data/diagnose/thresholds.json: run kopt from its repository or set KOPT_ROOT.");
+  throw Error(
+      "cannot find data/diagnose/thresholds.json: run kopt from its repository or set KOPT_ROOT.");
 }
 
 void ToolRegistry::Register(const std::string& name, Factory factory) {
@@ -83,12 +88,6 @@ Diagnosis Finish(const AnalysisTool& tool, const AnalysisInput& in, Diagnosis d)
   d.estimated_gain = std::clamp(d.estimated_gain, 0.0, 1.0);
   d.severity = in.thresholds->Severity(d.estimated_gain);
   return d;
-}
-
-Json ToJson(const Diagnosis& d) {
-  return Json{{"tool", d.tool},         {"severity", d.severity},
-              {"estimated_gain", d.estimated_gain}, {"evidence", ToJson(d.evidence)},
-              {"advice", d.advice},     {"suggested_moves", d.suggested_moves}};
 }
 
 }  // namespace kopt

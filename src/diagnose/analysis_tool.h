@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "build/builder.h"
+#include "core/diagnosis.h"
 #include "core/json.h"
 #include "diagnose/roofline.h"
 #include "profile/metrics.h"
@@ -31,22 +32,12 @@
 
 namespace kopt {
 
-/// One finding.
-struct Diagnosis {
-  std::string tool;
-  std::string severity;        ///< "info", "warning" or "critical" (from estimated_gain)
-  double estimated_gain = 0;   ///< fraction of the kernel's time it might save, 0..1
-  Metrics evidence;            ///< the numbers it is based on, metric -> value
-  std::string advice;          ///< plain English, one or two sentences
-  std::vector<std::string> suggested_moves;  ///< short names of code changes
-};
-
 /// Tool thresholds from data/diagnose/thresholds.json.
 class Thresholds {
  public:
   Thresholds() = default;
-  explicit Thresholds(Json data, std::string origin = "thresholds") :
-      data_(std::move(data)), origin_(std::move(origin)) {}
+  explicit Thresholds(Json data, std::string origin = "thresholds")
+      : data_(std::move(data)), origin_(std::move(origin)) {}
   /// The number at data[tool][key]; throws kopt::Error naming the file when
   /// it is missing (a broken data file is an infrastructure failure).
   double Get(const std::string& tool, const std::string& key) const;
@@ -70,24 +61,24 @@ std::filesystem::path DiagnoseDataDir();
 /// What a tool sees: one kernel's profile and the call it belongs to.
 struct AnalysisInput {
   std::string kernel;
-  Metrics metrics;                          ///< ncu, merged over this kernel's launches
-  std::optional<SassFunction> sass;         ///< static instruction mix
-  std::optional<KernelResources> resources; ///< ptxas -v
+  Metrics metrics;                           ///< ncu, merged over this kernel's launches
+  std::optional<SassFunction> sass;          ///< static instruction mix
+  std::optional<KernelResources> resources;  ///< ptxas -v
   DeviceInfo device;
   RooflineResult roofline;
-  const Thresholds* thresholds = nullptr;   ///< never null when a tool runs
+  const Thresholds* thresholds = nullptr;  ///< never null when a tool runs
   // The whole call (all kernels of one forward):
-  double time_ms = 0;        ///< measured (CUDA events)
-  double host_ms = 0;        ///< measured on the host clock with synchronize; 0: unknown
-  double kernel_ms = 0;      ///< sum of kernel durations; 0: unknown
-  int kernel_launches = 0;   ///< launches per call; 0: unknown
-  double min_bytes = 0;      ///< TaskBundle::min_bytes; 0: unknown
-  double flops = 0;          ///< all FLOPs of the call
-  double matrix_flops = 0;   ///< of which in matrix products / convolutions
+  double time_ms = 0;       ///< measured (CUDA events)
+  double host_ms = 0;       ///< measured on the host clock with synchronize; 0: unknown
+  double kernel_ms = 0;     ///< sum of kernel durations; 0: unknown
+  int kernel_launches = 0;  ///< launches per call; 0: unknown
+  double min_bytes = 0;     ///< TaskBundle::min_bytes; 0: unknown
+  double flops = 0;         ///< all FLOPs of the call
+  double matrix_flops = 0;  ///< of which in matrix products / convolutions
   // The timeline tier's view of one call; negative: the timeline did not run.
-  double gap_ms = -1;        ///< GPU idle between kernels
-  double copies = -1;        ///< memcpy operations
-  double syncs = -1;         ///< host synchronisations
+  double gap_ms = -1;  ///< GPU idle between kernels
+  double copies = -1;  ///< memcpy operations
+  double syncs = -1;   ///< host synchronisations
 };
 
 class AnalysisTool {
@@ -126,7 +117,5 @@ std::vector<Diagnosis> RunTools(const ToolRegistry& registry, const AnalysisInpu
 
 /// Fills tool and severity and clamps the gain to [0, 1] (tools call this).
 Diagnosis Finish(const AnalysisTool& tool, const AnalysisInput& in, Diagnosis d);
-
-Json ToJson(const Diagnosis& d);
 
 }  // namespace kopt

@@ -50,48 +50,61 @@ void AccumulateMetrics(Metrics* into, const Metrics& from, double weight) {
   }
 }
 
-Json ToJson(const Metrics& m) {
-  Json j = Json::object();
-  for (const auto& [name, value] : m) j[name] = value;
-  return j;
-}
-
-Metrics MetricsFromJson(const Json& j) {
-  Metrics m;
-  if (!j.is_object()) return m;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    if (it.value().is_number()) m[it.key()] = it.value().get<double>();
-  }
-  return m;
-}
-
 const std::vector<std::string>& StallReasons() {
   static const std::vector<std::string> kReasons = {
-      "long_scoreboard", "short_scoreboard", "barrier",       "membar",
-      "mio_throttle",    "lg_throttle",      "tex_throttle",  "math_pipe_throttle",
-      "wait",            "not_selected",     "selected",      "dispatch_stall",
-      "drain",           "branch_resolving", "no_instruction", "imc_miss",
-      "sleeping",        "misc"};
+      "long_scoreboard", "short_scoreboard",   "barrier",
+      "membar",          "mio_throttle",       "lg_throttle",
+      "tex_throttle",    "math_pipe_throttle", "wait",
+      "not_selected",    "selected",           "dispatch_stall",
+      "drain",           "branch_resolving",   "no_instruction",
+      "imc_miss",        "sleeping",           "misc"};
   return kReasons;
 }
 
 const std::vector<std::string>& KoptNcuMetrics() {
   static const std::vector<std::string> kList = [] {
-    std::vector<std::string> list = {
-        metric::kDuration,           metric::kSmThroughputPct,      metric::kMemThroughputPct,
-        metric::kDramBytes,          metric::kDramBytesRead,        metric::kDramBytesWrite,
-        metric::kDramThroughputPct,  metric::kL2ThroughputPct,      metric::kL2HitRatePct,
-        metric::kL2Bytes,            metric::kL1ThroughputPct,      metric::kL1HitRatePct,
-        metric::kGlobalLdSectors,    metric::kGlobalLdRequests,     metric::kGlobalStSectors,
-        metric::kGlobalStRequests,   metric::kLocalLdSectors,       metric::kLocalStSectors,
-        metric::kSharedLdConflicts,  metric::kSharedStConflicts,    metric::kSharedLdWavefronts,
-        metric::kSharedStWavefronts, metric::kAchievedOccupancyPct, metric::kTheoreticalOccupancyPct,
-        metric::kOccLimitRegisters,  metric::kOccLimitSharedMem,    metric::kOccLimitWarps,
-        metric::kOccLimitBlocks,     metric::kRegistersPerThread,   metric::kGridSize,
-        metric::kBlockSize,          metric::kWaves,                metric::kTensorHmmaInst,
-        metric::kTensorGmmaInst,     metric::kTensorPipePct,        metric::kFmaPipePct,
-        metric::kXuPipePct,          metric::kFfmaThreadInst,       metric::kFaddThreadInst,
-        metric::kFmulThreadInst,     metric::kThreadsPerInst,       metric::kBranchUniformPct};
+    std::vector<std::string> list = {metric::kDuration,
+                                     metric::kSmThroughputPct,
+                                     metric::kMemThroughputPct,
+                                     metric::kDramBytes,
+                                     metric::kDramBytesRead,
+                                     metric::kDramBytesWrite,
+                                     metric::kDramThroughputPct,
+                                     metric::kL2ThroughputPct,
+                                     metric::kL2HitRatePct,
+                                     metric::kL2Bytes,
+                                     metric::kL1ThroughputPct,
+                                     metric::kL1HitRatePct,
+                                     metric::kGlobalLdSectors,
+                                     metric::kGlobalLdRequests,
+                                     metric::kGlobalStSectors,
+                                     metric::kGlobalStRequests,
+                                     metric::kLocalLdSectors,
+                                     metric::kLocalStSectors,
+                                     metric::kSharedLdConflicts,
+                                     metric::kSharedStConflicts,
+                                     metric::kSharedLdWavefronts,
+                                     metric::kSharedStWavefronts,
+                                     metric::kAchievedOccupancyPct,
+                                     metric::kTheoreticalOccupancyPct,
+                                     metric::kOccLimitRegisters,
+                                     metric::kOccLimitSharedMem,
+                                     metric::kOccLimitWarps,
+                                     metric::kOccLimitBlocks,
+                                     metric::kRegistersPerThread,
+                                     metric::kGridSize,
+                                     metric::kBlockSize,
+                                     metric::kWaves,
+                                     metric::kTensorHmmaInst,
+                                     metric::kTensorGmmaInst,
+                                     metric::kTensorPipePct,
+                                     metric::kFmaPipePct,
+                                     metric::kXuPipePct,
+                                     metric::kFfmaThreadInst,
+                                     metric::kFaddThreadInst,
+                                     metric::kFmulThreadInst,
+                                     metric::kThreadsPerInst,
+                                     metric::kBranchUniformPct};
     for (const auto& r : StallReasons()) {
       list.push_back(std::string(metric::kStallPrefix) + r + metric::kStallSuffix);
     }

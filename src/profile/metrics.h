@@ -1,18 +1,14 @@
-// Per-kernel hardware metrics by Nsight Compute name, in base units.
+// Reading Metrics (core/metrics.h): the Nsight Compute names kopt's tools
+// read, in base units, and lookups that tolerate ncu's renames.
 #pragma once
 
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "core/json.h"
+#include "core/metrics.h"
 
 namespace kopt {
-
-/// Metric name (as ncu spells it, e.g. "dram__bytes.sum") to value. Times are
-/// nanoseconds, sizes bytes, rates per second, percentages 0..100.
-using Metrics = std::map<std::string, double>;
 
 /// The value when present.
 std::optional<double> GetMetric(const Metrics& m, const std::string& name);
@@ -33,9 +29,6 @@ std::optional<double> SumMetrics(const Metrics& m, const std::string& prefix,
 /// so callers averaging over launches pass duration fractions as weights.
 void AccumulateMetrics(Metrics* into, const Metrics& from, double weight);
 
-Json ToJson(const Metrics& m);
-Metrics MetricsFromJson(const Json& j);
-
 /// Names kopt's tools read; the ncu command in tests/data/ncu/README.md
 /// collects exactly these (KoptNcuMetrics()).
 namespace metric {
@@ -46,11 +39,13 @@ inline constexpr const char* kMemThroughputPct =
 inline constexpr const char* kDramBytes = "dram__bytes.sum";
 inline constexpr const char* kDramBytesRead = "dram__bytes_read.sum";
 inline constexpr const char* kDramBytesWrite = "dram__bytes_write.sum";
-inline constexpr const char* kDramThroughputPct = "dram__throughput.avg.pct_of_peak_sustained_elapsed";
+inline constexpr const char* kDramThroughputPct =
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed";
 inline constexpr const char* kL2ThroughputPct = "lts__throughput.avg.pct_of_peak_sustained_elapsed";
 inline constexpr const char* kL2HitRatePct = "lts__t_sector_hit_rate.pct";
 inline constexpr const char* kL2Bytes = "lts__t_bytes.sum";
-inline constexpr const char* kL1ThroughputPct = "l1tex__throughput.avg.pct_of_peak_sustained_elapsed";
+inline constexpr const char* kL1ThroughputPct =
+    "l1tex__throughput.avg.pct_of_peak_sustained_elapsed";
 inline constexpr const char* kL1HitRatePct = "l1tex__t_sector_hit_rate.pct";
 inline constexpr const char* kGlobalLdSectors = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum";
 inline constexpr const char* kGlobalLdRequests = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum";
@@ -58,11 +53,16 @@ inline constexpr const char* kGlobalStSectors = "l1tex__t_sectors_pipe_lsu_mem_g
 inline constexpr const char* kGlobalStRequests = "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum";
 inline constexpr const char* kLocalLdSectors = "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum";
 inline constexpr const char* kLocalStSectors = "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum";
-inline constexpr const char* kSharedLdConflicts = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum";
-inline constexpr const char* kSharedStConflicts = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum";
-inline constexpr const char* kSharedLdWavefronts = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum";
-inline constexpr const char* kSharedStWavefronts = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum";
-inline constexpr const char* kAchievedOccupancyPct = "sm__warps_active.avg.pct_of_peak_sustained_active";
+inline constexpr const char* kSharedLdConflicts =
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum";
+inline constexpr const char* kSharedStConflicts =
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum";
+inline constexpr const char* kSharedLdWavefronts =
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum";
+inline constexpr const char* kSharedStWavefronts =
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum";
+inline constexpr const char* kAchievedOccupancyPct =
+    "sm__warps_active.avg.pct_of_peak_sustained_active";
 inline constexpr const char* kTheoreticalOccupancyPct = "sm__maximum_warps_per_active_cycle_pct";
 inline constexpr const char* kOccLimitRegisters = "launch__occupancy_limit_registers";
 inline constexpr const char* kOccLimitSharedMem = "launch__occupancy_limit_shared_mem";
@@ -76,13 +76,16 @@ inline constexpr const char* kTensorHmmaInst = "sm__inst_executed_pipe_tensor_op
 inline constexpr const char* kTensorGmmaInst = "sm__inst_executed_pipe_tensor_op_gmma.sum";
 inline constexpr const char* kTensorPipePct =
     "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active";
-inline constexpr const char* kFmaPipePct = "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active";
-inline constexpr const char* kXuPipePct = "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active";
+inline constexpr const char* kFmaPipePct =
+    "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active";
+inline constexpr const char* kXuPipePct =
+    "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active";
 inline constexpr const char* kFfmaThreadInst = "sm__sass_thread_inst_executed_op_ffma_pred_on.sum";
 inline constexpr const char* kFaddThreadInst = "sm__sass_thread_inst_executed_op_fadd_pred_on.sum";
 inline constexpr const char* kFmulThreadInst = "sm__sass_thread_inst_executed_op_fmul_pred_on.sum";
 inline constexpr const char* kThreadsPerInst = "smsp__thread_inst_executed_per_inst_executed.ratio";
-inline constexpr const char* kBranchUniformPct = "smsp__sass_average_branch_targets_threads_uniform.pct";
+inline constexpr const char* kBranchUniformPct =
+    "smsp__sass_average_branch_targets_threads_uniform.pct";
 /// Stall reasons: prefix + reason + suffix (cycles per issued instruction),
 /// or the PC-sampling family kPcSampStallPrefix + reason (sample counts).
 inline constexpr const char* kStallPrefix = "smsp__average_warps_issue_stalled_";

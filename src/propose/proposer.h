@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/budget.h"
+#include "core/diagnosis.h"
 #include "core/json.h"
 #include "core/outcome.h"
 #include "core/task.h"
@@ -44,9 +45,8 @@ struct ParentView {
   std::optional<Candidate> candidate;
   Json detail = Json::object();  ///< what the proposer recorded when it proposed it
   std::optional<Outcome> outcome;
-  /// The analysis tools' findings on it, when it was profiled (Diagnosis as
-  /// JSON: tool, severity, estimated_gain, evidence, advice, suggested_moves).
-  Json diagnoses = Json::array();
+  /// The analysis tools' findings on it, when it was profiled.
+  std::vector<Diagnosis> diagnoses;
   std::vector<std::string> tried_moves;  ///< moves already made from it
 };
 

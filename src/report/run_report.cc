@@ -111,16 +111,16 @@ std::optional<double> VsParent(const TaskView& t, const NodeView& n) {
   return *p->time_ms / *n.time_ms;
 }
 
-std::string Diagnosis(const DiagnosisView& d) {
+std::string DiagnosisHtml(const Diagnosis& d) {
   std::string s = "<div class=\"diag\">";
   s += fmt::format("<span class=\"sev sev-{}\">{}</span> <b>{}</b>", H(d.severity), H(d.severity),
                    H(d.tool));
-  if (d.estimated_gain)
-    s += H(fmt::format(", estimated gain {:.0f}% of the time", 100 * *d.estimated_gain));
+  s += H(fmt::format(", estimated gain {:.0f}% of the time", 100 * d.estimated_gain));
   if (!d.advice.empty()) s += "<p>" + H(d.advice) + "</p>";
   if (!d.evidence.empty()) {
     std::string items;
-    for (const auto& [k, v] : d.evidence) items += (items.empty() ? "" : ", ") + k + "=" + v;
+    for (const auto& [k, v] : d.evidence)
+      items += fmt::format("{}{}={:.4g}", items.empty() ? "" : ", ", k, v);
     s += "<div class=\"evidence\">evidence: " + H(items) + "</div>";
   }
   if (!d.suggested_moves.empty()) {
@@ -311,7 +311,7 @@ std::string DiagnosesSection(const TaskView& t, int i) {
          H(fmt::format("({} ms per call, {} vs eager): its diagnoses", Ms(p.time_ms),
                        X(p.vs_eager))) +
          "</p>";
-    for (const auto& d : p.diagnoses) s += Diagnosis(d);
+    for (const auto& d : p.diagnoses) s += DiagnosisHtml(d);
     s += "</div><div>";
     std::vector<std::vector<Cell>> rows;
     for (int c : p.children) {
@@ -344,10 +344,9 @@ std::string NodesSection(const TaskView& t, int i) {
   for (const auto& n : t.nodes) {
     std::string why = n.reason;
     if (n.verdict == "measured" && !n.diagnoses.empty()) {
-      const DiagnosisView& d = n.diagnoses.front();
+      const Diagnosis& d = n.diagnoses.front();
       why = "top diagnosis: " + d.tool;
-      if (d.estimated_gain)
-        why += fmt::format(" (estimated gain {:.0f}%)", 100 * *d.estimated_gain);
+      why += fmt::format(" (estimated gain {:.0f}%)", 100 * d.estimated_gain);
       if (!n.reason.empty()) why += "; warning: " + n.reason;
     } else if (n.verdict == "measured" && !n.reason.empty()) {
       why = "warning: " + n.reason;

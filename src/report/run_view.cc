@@ -46,47 +46,14 @@ std::string MainReason(const Outcome& o) {
       o);
 }
 
-std::string EvidenceValue(const Json& v) {
-  if (v.is_number()) return fmt::format("{:.4g}", v.get<double>());
-  if (v.is_string()) return v.get<std::string>();
-  return v.dump();
-}
-
-void ReadDiagnosis(const Json& d, std::vector<DiagnosisView>* out) {
-  if (!d.is_object()) return;
-  DiagnosisView v;
-  v.tool = d.value("tool", "");
-  v.severity = d.value("severity", "");
-  if (d.contains("estimated_gain") && d["estimated_gain"].is_number())
-    v.estimated_gain = d["estimated_gain"].get<double>();
-  v.advice = d.value("advice", "");
-  if (d.contains("suggested_moves") && d["suggested_moves"].is_array())
-    for (const auto& m : d["suggested_moves"])
-      if (m.is_string()) v.suggested_moves.push_back(m.get<std::string>());
-  if (d.contains("evidence") && d["evidence"].is_object())
-    for (auto it = d["evidence"].begin(); it != d["evidence"].end(); ++it)
-      v.evidence.emplace_back(it.key(), EvidenceValue(*it));
-  if (!v.tool.empty()) out->push_back(std::move(v));
-}
-
-// A profile's diagnoses: a list of findings, or a whole diagnosis report
-// (the call's findings and each kernel's).
-std::vector<DiagnosisView> ReadDiagnoses(const Json& j) {
-  std::vector<DiagnosisView> out;
-  if (j.is_array()) {
-    for (const auto& d : j) ReadDiagnosis(d, &out);
-  } else if (j.is_object()) {
-    if (j.contains("call_diagnoses") && j["call_diagnoses"].is_array())
-      for (const auto& d : j["call_diagnoses"]) ReadDiagnosis(d, &out);
-    if (j.contains("kernels") && j["kernels"].is_array())
-      for (const auto& k : j["kernels"])
-        if (k.is_object() && k.contains("diagnoses") && k["diagnoses"].is_array())
-          for (const auto& d : k["diagnoses"]) ReadDiagnosis(d, &out);
-  }
-  std::stable_sort(out.begin(), out.end(), [](const DiagnosisView& a, const DiagnosisView& b) {
-    return a.estimated_gain.value_or(0) > b.estimated_gain.value_or(0);
+// A profile's findings as the reports show them: largest estimated gain
+// first, those without a tool's name left out.
+std::vector<Diagnosis> ShownFindings(std::vector<Diagnosis> ds) {
+  std::erase_if(ds, [](const Diagnosis& d) { return d.tool.empty(); });
+  std::stable_sort(ds.begin(), ds.end(), [](const Diagnosis& a, const Diagnosis& b) {
+    return a.estimated_gain > b.estimated_gain;
   });
-  return out;
+  return ds;
 }
 
 RunOptionsView ReadOptions(const Json& o) {
@@ -163,7 +130,7 @@ TaskView ReadTask(const RunStore& store, const RunRecord& run, const TaskRecord&
     }
     if (auto it = profile_of.find(v.record.id); it != profile_of.end()) {
       v.profiled = true;
-      v.diagnoses = ReadDiagnoses(it->second->diagnoses);
+      v.diagnoses = ShownFindings(it->second->diagnoses);
     }
     t.nodes.push_back(std::move(v));
   }
@@ -365,9 +332,8 @@ Json ToJson(const RunView& v) {
     for (const auto& n : t.nodes) {
       Json diagnoses = Json::array();
       for (const auto& d : n.diagnoses)
-        diagnoses.push_back({{"tool", d.tool},
-                             {"severity", d.severity},
-                             {"estimated_gain", Opt(d.estimated_gain)}});
+        diagnoses.push_back(
+            {{"tool", d.tool}, {"severity", d.severity}, {"estimated_gain", d.estimated_gain}});
       nodes.push_back({{"id", n.record.id},
                        {"parent", n.record.parent ? Json(*n.record.parent) : Json(nullptr)},
                        {"depth", n.record.depth},

@@ -10,22 +10,13 @@
 #include <vector>
 
 #include "core/budget.h"
+#include "core/diagnosis.h"
 #include "core/json.h"
 #include "core/outcome.h"
 #include "store/run_store.h"
 #include "task/device.h"
 
 namespace kopt {
-
-/// One analysis tool's finding on a profiled node.
-struct DiagnosisView {
-  std::string tool;
-  std::string severity;                  ///< info, warning, critical
-  std::optional<double> estimated_gain;  ///< share of the time it might save, 0..1
-  std::string advice;
-  std::vector<std::string> suggested_moves;
-  std::vector<std::pair<std::string, std::string>> evidence;  ///< metric, value as text
-};
 
 struct NodeView {
   NodeRecord record;
@@ -46,8 +37,8 @@ struct NodeView {
   /// and message, a build's first error, a measured node's first warning.
   std::string reason;
   bool profiled = false;
-  std::vector<DiagnosisView> diagnoses;  ///< largest estimated gain first
-  std::vector<int> children;             ///< ids, ascending
+  std::vector<Diagnosis> diagnoses;  ///< largest estimated gain first
+  std::vector<int> children;         ///< ids, ascending
 };
 
 /// One point of the best-so-far series: after `evaluated` verdicts.

@@ -12,7 +12,6 @@
 #include "run/static_check.h"
 
 namespace kopt {
-namespace fs = std::filesystem;
 namespace {
 
 // Bumped whenever the bundle's contents or their derivation change, so stale
@@ -32,9 +31,10 @@ std::string Tail(const std::string& s, size_t n = 1500) {
   std::string detail = r.message.empty() ? Tail(r.stderr_tail, 400) : r.message;
   auto nl = detail.find_last_of('\n', detail.size() > 1 ? detail.size() - 2 : 0);
   if (detail.size() > 300 && nl != std::string::npos) detail = detail.substr(nl + 1);
-  throw Error(fmt::format("{} of task {} failed ({}): fix the task file so that Model(*get_init_inputs()) "
-                          "runs on get_inputs().",
-                          what, task.name, detail));
+  throw Error(
+      fmt::format("{} of task {} failed ({}): fix the task file so that Model(*get_init_inputs()) "
+                  "runs on get_inputs().",
+                  what, task.name, detail));
 }
 
 // What the worker needs of the contract: the precision to emulate, whether
@@ -42,18 +42,26 @@ std::string Tail(const std::string& s, size_t n = 1500) {
 Json WorkerContract(const Contract& c) {
   Json shape = Json::object();
   for (const auto& [k, v] : c.second_shape) shape[k] = v;
-  return Json{{"precision", PrecisionName(c.precision)}, {"record_ops", !c.torch_ops}, {"second_shape", shape}};
+  return Json{{"precision", PrecisionName(c.precision)},
+              {"record_ops", !c.torch_ops},
+              {"second_shape", shape}};
 }
 
 Json CandidateRef(const Candidate& c, const std::optional<BuildResult>& build) {
-  if (c.kind == CandidateKind::kCuda) return Json{{"kind", "cuda"}, {"so", build ? build->so_path.string() : ""}};
+  if (c.kind == CandidateKind::kCuda)
+    return Json{{"kind", "cuda"}, {"so", build ? build->so_path.string() : ""}};
   return Json{{"kind", "hybrid"}, {"path", c.path.string()}};
 }
 
 }  // namespace
 
-Evaluator::Evaluator(Builder* builder, WorkerChannel* worker, EvaluatorConfig config, WorkerChannel* clean)
-    : builder_(builder), worker_(worker), clean_(clean ? clean : worker), config_(std::move(config)) {
+Evaluator::Evaluator(Builder* builder, WorkerChannel* worker, EvaluatorConfig config,
+                     WorkerChannel* clean)
+    : builder_(builder),
+      worker_(worker),
+      clean_(clean ? clean : worker),
+      config_(std::move(config)),
+      cache_(config_.cache_dir) {
   std::random_device rd;
   fp_key_ = (static_cast<std::uint64_t>(rd()) << 20) ^ rd();
   fp_key_ &= (1ULL << 40) - 1;  // stays exact through JSON doubles
@@ -66,7 +74,9 @@ void Evaluator::Progress(const std::string& line) {
 const DeviceInfo& Evaluator::Device() {
   if (!device_) {
     WorkerReply r = worker_->Call(Json{{"op", "hello"}}, 120);
-    if (!r.ok()) throw Error("the evaluation worker did not answer hello (" + r.message + "): check PyTorch with `python3 -c 'import torch'`.");
+    if (!r.ok())
+      throw Error("the evaluation worker did not answer hello (" + r.message +
+                  "): check PyTorch with `python3 -c 'import torch'`.");
     HelloReply hello = ParseHelloReply(r.body);
     device_ = hello.device;
     sandbox_report_ = hello.sandbox ? ToJson(*hello.sandbox) : Json();
@@ -77,49 +87,48 @@ const DeviceInfo& Evaluator::Device() {
 const Ceilings& Evaluator::DeviceCeilings() {
   if (ceilings_) return *ceilings_;
   const DeviceInfo& dev = Device();
-  fs::path file = config_.cache_dir / "devices" / (dev.Key() + ".json");
-  if (!config_.refresh && fs::exists(file)) {
-    try {
-      ceilings_ = CeilingsFromJson(ReadJsonFile(file).at("ceilings"));
-      return *ceilings_;
-    } catch (const std::exception&) {
-      // A damaged cache entry is measured again.
-    }
+  const std::string key = DeviceCacheKey(dev);
+  if (!config_.refresh) {  // a damaged entry is a miss: measured again
+    ceilings_ = cache_.Get(CacheCollection::kDevices, key,
+                           [](const Json& j) { return CeilingsFromJson(j.at("ceilings")); });
+    if (ceilings_) return *ceilings_;
   }
   Progress("measuring device ceilings (once per GPU)");
   WorkerReply r = clean_->Call(Json{{"op", "ceilings"}, {"seconds", 5}}, 600);
-  if (!r.ok()) throw Error("measuring the device's ceilings failed (" + r.message + "): check that the GPU works with `nvidia-smi`.");
+  if (!r.ok())
+    throw Error("measuring the device's ceilings failed (" + r.message +
+                "): check that the GPU works with `nvidia-smi`.");
   ceilings_ = CeilingsFromProbes(ParseCeilingsReply(r.body), dev);
-  WriteJsonFileAtomic(file, Json{{"device", ToJson(dev)}, {"ceilings", ToJson(*ceilings_)}});
+  cache_.Put(CacheCollection::kDevices, key,
+             Json{{"device", ToJson(dev)}, {"ceilings", ToJson(*ceilings_)}});
   return *ceilings_;
 }
 
 TaskBundle Evaluator::Bundle(const Task& task, bool baselines, bool compile) {
   const DeviceInfo& dev = Device();
   std::string hash = ContentHash({kBundleFormat, ReadTextFile(task.path)});
-  fs::path file = config_.cache_dir / "bundles" / dev.Key() / (task.path.stem().string() + "-" + hash.substr(0, 16) + ".json");
+  const std::string key = BundleCacheKey(dev, task.path, hash);
   std::optional<TaskBundle> bundle;
-  if (!config_.refresh && fs::exists(file)) {
-    try {
-      bundle = BundleFromJson(ReadJsonFile(file));
-    } catch (const std::exception&) {
-    }
-  }
+  if (!config_.refresh) bundle = cache_.Get(CacheCollection::kBundles, key, BundleFromJson);
   if (!bundle) {
     const Ceilings& ceilings = DeviceCeilings();
     Progress("capturing " + task.name);
-    WorkerReply r = clean_->Call(
-        Json{{"op", "capture"}, {"task", task.path.string()}, {"seeds", {0, 1, 2}}, {"profile", true}}, 900);
+    WorkerReply r = clean_->Call(Json{{"op", "capture"},
+                                      {"task", task.path.string()},
+                                      {"seeds", {0, 1, 2}},
+                                      {"profile", true}},
+                                 900);
     if (!r.ok()) ThrowTaskError(task, r, "capture");
     bundle = BundleFromCapture(task, hash, ParseCaptureReply(r.body), dev, ceilings);
-    WriteJsonFileAtomic(file, ToJson(*bundle));
+    cache_.Put(CacheCollection::kBundles, key, ToJson(*bundle));
   }
   bool need_eager = baselines && !bundle->eager_ms;
   bool need_compile = baselines && compile && !bundle->compile_ms && bundle->compile_error.empty();
   if (need_eager || need_compile) {
     Json contenders = Json::array({"eager"});
     if (need_compile) contenders.push_back("compile");
-    Progress("timing baselines of " + task.name + (need_compile ? " (eager, torch.compile)" : " (eager)"));
+    Progress("timing baselines of " + task.name +
+             (need_compile ? " (eager, torch.compile)" : " (eager)"));
     WorkerReply r = clean_->Call(Json{{"op", "time"},
                                       {"task", task.path.string()},
                                       {"candidate", nullptr},
@@ -140,7 +149,7 @@ TaskBundle Evaluator::Bundle(const Task& task, bool baselines, bool compile) {
     };
     take("eager", &bundle->eager_ms, nullptr);
     take("compile", &bundle->compile_ms, &bundle->compile_error);
-    WriteJsonFileAtomic(file, ToJson(*bundle));
+    cache_.Put(CacheCollection::kBundles, key, ToJson(*bundle));
   }
   return *bundle;
 }
@@ -162,7 +171,8 @@ void Evaluator::RecycleIfTainted(const EvalRecord& rec) {
   const auto* inc = std::get_if<Incorrect>(&rec.outcome);
   if (!inc || clean_ == worker_) return;
   for (const auto& r : inc->reasons)
-    if (r.find("clean process") != std::string::npos || r.find("the candidate replaced") != std::string::npos) {
+    if (r.find("clean process") != std::string::npos ||
+        r.find("the candidate replaced") != std::string::npos) {
       Progress("restarting the candidate worker: " + rec.candidate_name + " changed its process");
       worker_->Recycle();
       worker_->Prewarm();
@@ -196,8 +206,9 @@ Outcome Evaluator::FailureOutcome(const WorkerReply& r, const std::string& phase
   }
 }
 
-const ReferenceReply& Evaluator::CleanReference(const Task& task, const TaskBundle& bundle, const EvalOptions& options,
-                                      const std::vector<std::string>& distributions) {
+const ReferenceReply& Evaluator::CleanReference(const Task& task, const TaskBundle& bundle,
+                                                const EvalOptions& options,
+                                                const std::vector<std::string>& distributions) {
   Json request{{"op", "reference"},
                {"task", task.path.string()},
                {"seeds", options.seeds},
@@ -213,7 +224,8 @@ const ReferenceReply& Evaluator::CleanReference(const Task& task, const TaskBund
   return clean_references_[key] = ParseReferenceReply(r.body);
 }
 
-CleanFacts Evaluator::CleanBaselines(const Task& task, const TaskBundle& bundle, const Json& timing, bool compile) {
+CleanFacts Evaluator::CleanBaselines(const Task& task, const TaskBundle& bundle, const Json& timing,
+                                     bool compile) {
   Json cfg = timing;
   Json contenders = Json::array({"eager"});
   if (compile) contenders.push_back("compile");
@@ -226,7 +238,8 @@ CleanFacts Evaluator::CleanBaselines(const Task& task, const TaskBundle& bundle,
   if (it != clean_baselines_.end()) return it->second;
   Progress("timing the baselines of " + task.name + " in the clean process");
   WorkerReply r = clean_->Call(
-      Json{{"op", "time"}, {"task", task.path.string()}, {"candidate", nullptr}, {"timing", cfg}}, 1200);
+      Json{{"op", "time"}, {"task", task.path.string()}, {"candidate", nullptr}, {"timing", cfg}},
+      1200);
   if (!r.ok()) ThrowTaskError(task, r, "timing the baselines in a clean process");
   CleanFacts f;
   const TimeReply reply = ParseTimeReply(r.body);
@@ -244,8 +257,8 @@ CleanFacts Evaluator::CleanBaselines(const Task& task, const TaskBundle& bundle,
   return clean_baselines_[key] = f;
 }
 
-EvalRecord Evaluator::Evaluate(const Task& task, const TaskBundle& bundle, const Candidate& candidate,
-                               const EvalOptions& options) {
+EvalRecord Evaluator::Evaluate(const Task& task, const TaskBundle& bundle,
+                               const Candidate& candidate, const EvalOptions& options) {
   EvalRecord rec;
   rec.task_name = task.name;
   rec.candidate_name = candidate.name;
@@ -286,18 +299,19 @@ EvalRecord Evaluator::Evaluate(const Task& task, const TaskBundle& bundle, const
     clean->reference = CleanReference(task, bundle, options, rec.trust.distributions.checked);
     rec.trust.clean_reference = true;
   }
-  WorkerReply v = worker_->Call(Json{{"op", "evaluate"},
-                                     {"task", task.path.string()},
-                                     {"candidate", cand},
-                                     {"seeds", options.seeds},
-                                     {"distributions", rec.trust.distributions.checked},
-                                     {"fp_key", fp_key_},
-                                     {"kernelbench_tol", {{"atol", tol.atol}, {"rtol", tol.rtol}}},
-                                     {"fp64", options.policy.tolerance == TolerancePolicy::kCalibrated},
-                                     {"contract", WorkerContract(options.contract)},
-                                     {"timing", nullptr}},
-                                options.verify_timeout_s +
-                                    (candidate.kind == CandidateKind::kHybrid ? options.hybrid_load_timeout_s : 0));
+  WorkerReply v = worker_->Call(
+      Json{{"op", "evaluate"},
+           {"task", task.path.string()},
+           {"candidate", cand},
+           {"seeds", options.seeds},
+           {"distributions", rec.trust.distributions.checked},
+           {"fp_key", fp_key_},
+           {"kernelbench_tol", {{"atol", tol.atol}, {"rtol", tol.rtol}}},
+           {"fp64", options.policy.tolerance == TolerancePolicy::kCalibrated},
+           {"contract", WorkerContract(options.contract)},
+           {"timing", nullptr}},
+      options.verify_timeout_s +
+          (candidate.kind == CandidateKind::kHybrid ? options.hybrid_load_timeout_s : 0));
   rec.verify_s = Since(tv);
   if (clean) rec.clean = ToJson(*clean);
   if (!v.ok()) {
@@ -307,11 +321,12 @@ EvalRecord Evaluator::Evaluate(const Task& task, const TaskBundle& bundle, const
     return rec;
   }
   rec.checks = v.body;
-  std::vector<std::string> reasons =
-      JudgeChecks(ParseEvaluateReply(v.body), bundle, options.policy, options.contract, clean ? &*clean : nullptr);
+  std::vector<std::string> reasons = JudgeChecks(ParseEvaluateReply(v.body), bundle, options.policy,
+                                                 options.contract, clean ? &*clean : nullptr);
   // The static layer, after the mechanism's reasons: the source itself says
   // it calls what the contract forbids.
-  for (auto& r : StaticContractReasons(candidate, bundle, options.contract)) reasons.push_back(std::move(r));
+  for (auto& r : StaticContractReasons(candidate, bundle, options.contract))
+    reasons.push_back(std::move(r));
   rec.source_to_verdict_s = rec.build_s + rec.verify_s;
   if (!reasons.empty()) {
     rec.outcome = Incorrect{reasons};
@@ -327,7 +342,8 @@ EvalRecord Evaluator::Evaluate(const Task& task, const TaskBundle& bundle, const
   // Timed calls judged after the fact, more of them far below the floor; a
   // stochastic reference cannot be compared call by call.
   bool stochastic = bundle.HasFlag(flags::kStochastic);
-  if (!timing.contains("check_p")) timing["check_p"] = stochastic ? 0.0 : options.policy.timed_check_p;
+  if (!timing.contains("check_p"))
+    timing["check_p"] = stochastic ? 0.0 : options.policy.timed_check_p;
   if (!timing.contains("suspicious_check_p"))
     timing["suspicious_check_p"] = stochastic ? 0.0 : options.policy.suspicious_check_p;
   timing["suspicious_fraction"] = options.policy.suspicious_fraction;
@@ -342,7 +358,8 @@ EvalRecord Evaluator::Evaluate(const Task& task, const TaskBundle& bundle, const
     clean->host_clock = b.host_clock;
     rec.clean = ToJson(*clean);
   }
-  Json request{{"op", "time"}, {"task", task.path.string()}, {"candidate", cand}, {"timing", timing}};
+  Json request{
+      {"op", "time"}, {"task", task.path.string()}, {"candidate", cand}, {"timing", timing}};
   if (clean) request["probe"] = {{"seed", options.seeds.front()}, {"fp_key", fp_key_}};
   WorkerReply t = worker_->Call(request, options.time_timeout_s);
   rec.time_s = Since(tt);
@@ -351,8 +368,8 @@ EvalRecord Evaluator::Evaluate(const Task& task, const TaskBundle& bundle, const
     return rec;
   }
   rec.timing = t.body;
-  rec.outcome =
-      JudgeTiming(ParseTimeReply(t.body), bundle, options.policy, options.contract, clean ? &*clean : nullptr);
+  rec.outcome = JudgeTiming(ParseTimeReply(t.body), bundle, options.policy, options.contract,
+                            clean ? &*clean : nullptr);
   RecycleIfTainted(rec);
   return rec;
 }

@@ -2,8 +2,8 @@
 // clean one that never loads a candidate) and the nvcc builder.
 #pragma once
 
-#include <filesystem>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -13,20 +13,21 @@
 
 #include "build/builder.h"
 #include "core/json.h"
-#include "core/paths.h"
 #include "core/outcome.h"
+#include "core/paths.h"
 #include "core/task.h"
 #include "run/protocol.h"
 #include "run/runner.h"
 #include "run/verdict.h"
 #include "run/worker_channel.h"
+#include "store/file_cache.h"
 #include "task/bundle.h"
 #include "task/device.h"
 
 namespace kopt {
 
 struct EvaluatorConfig {
-  std::filesystem::path cache_dir;  ///< ceilings and bundles live here
+  std::filesystem::path cache_dir;  ///< ceilings and bundles live here (store/file_cache.h)
   bool refresh = false;             ///< ignore cached ceilings and bundles
 };
 
@@ -35,7 +36,8 @@ class Evaluator : public Runner {
   /// `worker` runs candidates; `clean` (may be null, then `worker` serves)
   /// is a second worker that never loads a candidate: capture, the
   /// baselines, and the reference facts verdicts rest on come from it.
-  Evaluator(Builder* builder, WorkerChannel* worker, EvaluatorConfig config, WorkerChannel* clean = nullptr);
+  Evaluator(Builder* builder, WorkerChannel* worker, EvaluatorConfig config,
+            WorkerChannel* clean = nullptr);
 
   /// The worker's device (asks once).
   const DeviceInfo& Device() override;
@@ -56,17 +58,20 @@ class Evaluator : public Runner {
   /// Restarts the candidate worker after a candidate that changed it.
   void RecycleIfTainted(const EvalRecord& rec);
   /// The clean worker's reference facts for these checks (cached).
-  const ReferenceReply& CleanReference(const Task& task, const TaskBundle& bundle, const EvalOptions& options,
-                             const std::vector<std::string>& distributions);
+  const ReferenceReply& CleanReference(const Task& task, const TaskBundle& bundle,
+                                       const EvalOptions& options,
+                                       const std::vector<std::string>& distributions);
   /// Eager (and torch.compile) timed in the clean worker, once per task and
   /// timing configuration in this session.
-  CleanFacts CleanBaselines(const Task& task, const TaskBundle& bundle, const Json& timing, bool compile);
+  CleanFacts CleanBaselines(const Task& task, const TaskBundle& bundle, const Json& timing,
+                            bool compile);
 
   Builder* builder_;
   WorkerChannel* worker_;
   WorkerChannel* clean_;
   EvaluatorConfig config_;
-  std::mutex prebuilt_mu_;  ///< Prebuild may run on the loop's compile thread
+  FileCache cache_;                              ///< ceilings and bundles, under config_.cache_dir
+  std::mutex prebuilt_mu_;                       ///< Prebuild may run on the loop's compile thread
   std::map<std::string, BuildResult> prebuilt_;  ///< by source: what Prebuild compiled or found
   std::optional<DeviceInfo> device_;
   Json sandbox_report_;

@@ -264,7 +264,7 @@ class MemoryRunStore : public RunStore {
       rules::ThrowBadCall("a profile's node must be recorded first");
     ProfileRecord r = profile;
     r.profile = rules::AsStored(profile.profile);
-    r.diagnoses = rules::AsStored(profile.diagnoses);
+    r.diagnoses = DiagnosesFromJson(rules::AsStored(ToJson(profile.diagnoses)));
     r.created_at = Now();
     Run(profile.run_id).record.updated_at = r.created_at;
     task.profiles[profile.node] = std::move(r);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/budget.h"
+#include "core/diagnosis.h"
 #include "core/json.h"
 #include "core/outcome.h"
 #include "task/bundle.h"
@@ -143,9 +144,9 @@ struct ProfileRecord {
   std::string run_id;
   int task_index = 0;
   int node = 0;
-  Json profile = Json::object();   ///< metrics, static profile, timeline
-  Json diagnoses = Json::array();  ///< the analysis tools' findings
-  std::string created_at;          ///< set by the store
+  Json profile = Json::object();     ///< metrics, static profile, timeline
+  std::vector<Diagnosis> diagnoses;  ///< the analysis tools' findings
+  std::string created_at;            ///< set by the store
 };
 
 /// One line of `kopt runs` per task.

@@ -214,7 +214,7 @@ ProfileRecord ReadProfile(const Query& q) {
   p.task_index = static_cast<int>(q.Int(1));
   p.node = static_cast<int>(q.Int(2));
   p.profile = q.JsonCol(3);
-  p.diagnoses = q.JsonCol(4);
+  p.diagnoses = DiagnosesFromJson(q.JsonCol(4));
   p.created_at = q.Text(5);
   return p;
 }
@@ -536,7 +536,7 @@ class SqliteRunStore : public RunStore {
           "ON CONFLICT (run_id, task_index, node_id) DO UPDATE SET profile = excluded.profile, "
           "diagnoses = excluded.diagnoses, created_at = excluded.created_at")
         .Bind(p.run_id, p.task_index, p.node, rules::DumpJson(p.profile),
-              rules::DumpJson(p.diagnoses), now)
+              rules::DumpJson(ToJson(p.diagnoses)), now)
         .Run();
     tx.Commit();
   }

@@ -94,8 +94,8 @@ Json J(const OutcomeRecord& o) {
           {"finished_at", o.finished_at}};
 }
 Json J(const ProfileRecord& p) {
-  return {{"run_id", p.run_id},   {"task_index", p.task_index}, {"node", p.node},
-          {"profile", p.profile}, {"diagnoses", p.diagnoses},   {"created_at", p.created_at}};
+  return {{"run_id", p.run_id},   {"task_index", p.task_index},       {"node", p.node},
+          {"profile", p.profile}, {"diagnoses", ToJson(p.diagnoses)}, {"created_at", p.created_at}};
 }
 template <class T>
 Json J(const std::vector<T>& v) {
@@ -409,21 +409,30 @@ TEST_P(RunStoreTest, ProfilesRoundTripAndReplace) {
   store_->AddTask(SomeTask(run, 0));
   store_->AddNode(SomeNode(run, 0, 0, std::nullopt));
   store_->AddNode(SomeNode(run, 0, 1, 0));
-  ProfileRecord p{run, 0, 1, {{"tier", "static"}, {"registers", 32}}, Json::array(), ""};
+  ProfileRecord p{run, 0, 1, {{"tier", "static"}, {"registers", 32}}, {}, ""};
   store_->PutProfile(p);
   auto got = store_->GetProfile(run, 0, 1);
   ASSERT_TRUE(got);
   p.created_at = got->created_at;
   EXPECT_EQ(J(*got), J(p));
   p.profile = {{"tier", "ncu"}, {"dram__throughput", 0.91}};
-  p.diagnoses = Json::array({{{"tool", "memory_bound"}, {"severity", "high"}}});
+  Diagnosis d;
+  d.tool = "dram_at_roof";
+  d.severity = "critical";
+  d.estimated_gain = 0.4;
+  d.evidence = {{"dram_pct", 91.5}};
+  d.advice = "Move fewer bytes.";
+  d.suggested_moves = {"fuse"};
+  p.diagnoses = {d};
   store_->PutProfile(p);  // a deeper tier replaces the first
-  store_->PutProfile(ProfileRecord{run, 0, 0, Json::object(), Json::array(), ""});
+  store_->PutProfile(ProfileRecord{run, 0, 0, Json::object(), {}, ""});
   auto all = store_->ListProfiles(run, 0);
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[0].node, 0);
   EXPECT_EQ(all[1].profile["tier"], "ncu");
-  EXPECT_EQ(all[1].diagnoses, p.diagnoses);
+  ASSERT_EQ(all[1].diagnoses.size(), 1u);
+  EXPECT_EQ(ToJson(all[1].diagnoses), ToJson(p.diagnoses));
+  EXPECT_EQ(all[1].diagnoses[0].evidence, d.evidence);
   EXPECT_FALSE(store_->GetProfile(run, 0, 5));
   EXPECT_THROW(store_->PutProfile(ProfileRecord{run, 0, 5, {}, {}, ""}), std::invalid_argument);
 }
@@ -588,7 +597,9 @@ TEST_F(SqliteStoreTest, CreatesAWalFileAndReopensWithEverything) {
     o.objective = 0.5;
     o.gpu_s = 0.75;
     store->RecordOutcome(o, Spent(0.75, 1));
-    store->PutProfile({run, 0, 1, {{"tier", "ncu"}}, Json::array({"memory_bound"}), ""});
+    Diagnosis d;
+    d.tool = "memory_bound";
+    store->PutProfile({run, 0, 1, {{"tier", "ncu"}}, {d}, ""});
     store->SetTaskBest(run, 0, 1);
     before = {J(*store->GetRun(run)), J(store->ListTasks(run)), J(store->ListNodes(run, 0)),
               J(store->ListOutcomes(run, 0)), J(store->ListProfiles(run, 0))};
@@ -672,6 +683,36 @@ TEST_F(SqliteStoreTest, MigratesAVersionOneStore) {
   EXPECT_EQ(store->ListOutcomes(runs[0].run.id, 0).size(), 6u);
   store->SetTaskFinalists(runs[0].run.id, 0, Json::array({Json{{"node", 0}, {"winner", true}}}));
   EXPECT_EQ(MakeSqliteRunStore(path_)->GetTask(runs[0].run.id, 0)->finalists.size(), 1u);
+}
+
+// The diagnoses column stays JSON text in the format it always had (an
+// array of ToJson(Diagnosis)), and a column holding a whole diagnosis report
+// (kopt profile --json) still reads as its findings.
+TEST_F(SqliteStoreTest, DiagnosesAreStoredAsJsonText) {
+  Diagnosis d;
+  d.tool = "warp_stalls";
+  d.severity = "critical";
+  d.estimated_gain = 0.3;
+  d.evidence = {{"stall_long_scoreboard", 39.66}};
+  d.advice = "Prefetch further ahead.";
+  d.suggested_moves = {"software_pipelining"};
+  std::string run;
+  {
+    auto store = MakeSqliteRunStore(path_);
+    run = store->CreateRun(SomeRun()).id;
+    store->AddTask(SomeTask(run, 0));
+    store->AddNode(SomeNode(run, 0, 0, std::nullopt));
+    store->PutProfile({run, 0, 0, Json::object(), {d}, ""});
+  }
+  EXPECT_EQ(Json::parse(RawText("SELECT diagnoses FROM profiles")), Json::array({ToJson(d)}));
+  Json report{{"call_diagnoses", {{{"tool", "host_overhead"}, {"estimated_gain", 0.1}}}},
+              {"kernels", {{{"kernel", "k"}, {"diagnoses", {ToJson(d)}}}}}};
+  RawExec("UPDATE profiles SET diagnoses = '" + report.dump() + "'");
+  auto got = MakeSqliteRunStore(path_)->GetProfile(run, 0, 0);
+  ASSERT_TRUE(got);
+  ASSERT_EQ(got->diagnoses.size(), 2u);
+  EXPECT_EQ(got->diagnoses[0].tool, "host_overhead");
+  EXPECT_EQ(ToJson(got->diagnoses[1]), ToJson(d));
 }
 
 TEST_F(SqliteStoreTest, RefusesAFileThatIsNotADatabase) {

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/budget.h"
+#include "core/diagnosis.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/json.h"
@@ -76,10 +77,11 @@ struct TaskPlan {
   std::function<double(const KnobConfig&)> factor;  ///< time relative to the root
   std::function<std::optional<Outcome>(const KnobConfig&, int index)> failure;
   int max_nodes = 0;
-  int wide = 4;                 ///< children of the root at first
-  Json root_outcome;            ///< the recorded outcome of the root (null: from the bench row)
-  Json root_evaluation;         ///< the recorded evaluation record of the root
-  std::vector<Json> diagnoses;  ///< handed out to the root and each new best, in turn
+  int wide = 4;          ///< children of the root at first
+  Json root_outcome;     ///< the recorded outcome of the root (null: from the bench row)
+  Json root_evaluation;  ///< the recorded evaluation record of the root
+  /// Handed out to the root and each new best, in turn.
+  std::vector<std::vector<Diagnosis>> diagnoses;
 };
 
 struct Writer {
@@ -100,7 +102,7 @@ struct Node {
   int depth = 0;
   Proposal proposal;
   std::optional<Outcome> outcome;
-  Json diagnoses = Json::array();
+  std::vector<Diagnosis> diagnoses;
   std::vector<std::string> tried;
   double time_ms = INFINITY;
 };
@@ -310,11 +312,12 @@ void RunTask(Writer& w, int index, const TaskPlan& plan, const Json& bench, cons
                              : TaskStatus::kFinished);
 }
 
-std::vector<Json> Diagnoses(const Json& data, const std::vector<std::string>& entries) {
-  std::vector<Json> out;
+std::vector<std::vector<Diagnosis>> Diagnoses(const Json& data,
+                                              const std::vector<std::string>& entries) {
+  std::vector<std::vector<Diagnosis>> out;
   for (const auto& name : entries)
     for (const auto& e : data["entries"])
-      if (e.value("zoo", "") == name) out.push_back(e["diagnoses"]);
+      if (e.value("zoo", "") == name) out.push_back(DiagnosesFromJson(e["diagnoses"]));
   return out;
 }
 
