@@ -43,8 +43,8 @@ TEST(Diagnosis, JsonRoundTrip) {
 }
 
 TEST(Diagnosis, ReadsLeniently) {
-  Diagnosis d = DiagnosisFromJson(
-      Json{{"tool", "x"}, {"severity", 3}, {"estimated_gain", "big"}, {"suggested_moves", {"a", 1}}});
+  Diagnosis d = DiagnosisFromJson(Json{
+      {"tool", "x"}, {"severity", 3}, {"estimated_gain", "big"}, {"suggested_moves", {"a", 1}}});
   EXPECT_EQ(d.tool, "x");
   EXPECT_EQ(d.severity, "");
   EXPECT_EQ(d.estimated_gain, 0);
