@@ -7,7 +7,8 @@
 #
 # Steps: env, ncu_record, repeat, bench_solutions, bench_all, adversarial,
 #        zoo, gpu_tests (= gpu_ctests + gpu_pytests), sandbox, cost,
-#        optimize_tune, optimize_replay, kill_resume, export_kb, drift. The kopt binary is $KOPT (default build/kopt);
+#        optimize_tune, optimize_replay, kill_resume, export_kb, drift,
+#        optimize_profile. The kopt binary is $KOPT (default build/kopt);
 # the GPU test binaries are $KOPT_TESTS/gpu_*_test (default build/tests; carry
 # stripped copies, e.g. in .devbin, and point KOPT_TESTS there).
 # Results go to $W (default /tmp/kopt-gpu-steps)/<step>/.
@@ -143,14 +144,34 @@ step_drift() {
   done
   python3 bench/drift_summary.py asis="$1/asis.db" fresh="$1/fresh.db"
 }
-step_export_kb() {  # exported winners judged by KernelBench's own procedure
-  run=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['run'])" "$W/optimize_tune/tune.json")
-  "$K" export "$run" --store "$W/optimize_tune/runs.db" --out "$1/exported"
+# Exported winners judged twice: by kopt eval (the ModelNew file as a hybrid
+# candidate) and by KernelBench's own procedure (python/tests/kernelbench_eval.py).
+# The winners come from optimize_tune's run in this W, or from $EXPORTED (a
+# folder `kopt export` wrote, carried to the machine).
+step_export_kb() {
+  if [ -n "${EXPORTED:-}" ]; then
+    cp -r "$EXPORTED" "$1/exported"
+  else
+    run=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['run'])" "$W/optimize_tune/tune.json")
+    "$K" export "$run" --store "$W/optimize_tune/runs.db" --out "$1/exported"
+  fi
   for d in "$1"/exported/*/; do
     t=$(basename "$d")
+    "$K" eval "tasks/level1/$t.py" "$d"/*_modelnew.py --max-seconds 0.3 --json "$1/kopt_$t.json" \
+      > "$1/kopt_$t.txt" 2>&1
     python3 python/tests/kernelbench_eval.py "tasks/level1/$t.py" "$d"/*_modelnew.py --device cuda --trials 5 \
-      || true
+      > "$1/kb_$t.json" 2> "$1/kb_$t.err"
+    python3 bench/verdicts_summary.py "$t" "$1/kopt_$t.json" "$1/kb_$t.json"
   done
+}
+# The loop's profile stage on the GPU: each new best profiled (ncu tiers 1
+# and 2) and diagnosed during the search, then the run shown and reported.
+step_optimize_profile() {
+  "$K" optimize tasks/level1/04_softmax.py tasks/level1/16_cumsum.py --budget candidates=16 --profile best \
+    --profile-limit 2 --max-seconds 0.3 --store "$1/runs.db" --json "$1/r.json"
+  run=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['run'])" "$1/r.json")
+  "$K" show "$run" --store "$1/runs.db"
+  "$K" report "$run" --store "$1/runs.db" --html "$1/report.html"
 }
 
 export K T W OPT_TASKS

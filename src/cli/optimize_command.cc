@@ -9,6 +9,7 @@
 #include "cli/context.h"
 #include "core/error.h"
 #include "core/hash.h"
+#include "diagnose/analysis_tool.h"
 #include "loop/tuner.h"
 #include "propose/knobs.h"
 #include "report/progress.h"
@@ -42,6 +43,8 @@ struct OptimizeArgs {
   double finalist_seconds = 1.0;
   int finalists = 3;
   int pipeline = 4;
+  std::string profile = "auto";
+  int profile_limit = 3;
   double timed_checks = -1;  ///< < 0: the policy's default
   bool compile = true;
   /// Options given on the command line that a resumed run takes from the
@@ -185,6 +188,16 @@ void PrintResult(const LoopResult& r, const fs::path& store_path) {
              r.run_id, r.run_id, r.run_id);
   for (const auto& task : r.tasks)
     for (const auto& n : task.notes) fmt::print("note       {}: {}\n", task.name, n);
+  // What the winner's profile says, largest estimated gain first.
+  for (const auto& task : r.tasks) {
+    std::vector<Diagnosis> ds = task.best_diagnoses;
+    std::stable_sort(ds.begin(), ds.end(), [](const Diagnosis& x, const Diagnosis& y) {
+      return x.estimated_gain > y.estimated_gain;
+    });
+    for (size_t i = 0; i < ds.size() && i < 2; ++i)
+      fmt::print("diagnosis  {}: {} ({}, up to {:.0f}% of the time): {}\n", task.name, ds[i].tool,
+                 ds[i].severity, 100 * ds[i].estimated_gain, ds[i].advice);
+  }
 }
 
 Json ResultJson(const LoopResult& r) {
@@ -194,7 +207,8 @@ Json ResultJson(const LoopResult& r) {
            {"error", t.error},         {"best_node", t.best_node},
            {"nodes", t.nodes},         {"measured", t.measured},
            {"failed", t.failed},       {"abandoned", t.abandoned},
-           {"finalists", t.finalists}, {"notes", t.notes}};
+           {"finalists", t.finalists}, {"notes", t.notes},
+           {"profiled", t.profiled},   {"best_diagnoses", ToJson(t.best_diagnoses)}};
     if (t.best_proposal) j["best_candidate"] = t.best_proposal->candidate.name;
     if (t.best) j["best"] = ToJson(*t.best);
     if (t.bundle) {
@@ -244,6 +258,8 @@ int RunOptimize(const OptimizeArgs& a) {
   o.pipeline = a.pipeline;
   o.finalists = a.finalists;
   o.finalist_max_seconds = a.finalist_seconds;
+  o.profile = ParseProfileMode(a.profile);
+  o.profile_limit = a.profile_limit;
   o.compile_baseline = a.compile;
   o.eval.timing["max_seconds"] = a.max_seconds;
   if (a.timed_checks >= 0) o.eval.policy.timed_check_p = a.timed_checks;
@@ -290,6 +306,21 @@ int RunOptimize(const OptimizeArgs& a) {
   runner->on_progress = [&](const std::string& line) { display.Note(line); };
 
   Tuner tuner(runner, store.get(), o);
+  // The profile stage runs Nsight Compute beside the (idle) workers.
+  std::unique_ptr<NodeProfiler> profiler;
+  if (!replay && a.common.device.rfind("cuda", 0) == 0) {
+    NodeProfilerConfig pc;
+    pc.runner = runner;
+    pc.gpu = a.common.device;
+    pc.python = PythonFor(a.common);
+    pc.repo_root = ctx.repo_root;
+    pc.cache_dir = ctx.cache_dir;
+    pc.arch = ctx.arch;
+    pc.data_dir = DiagnoseDataDir();
+    pc.progress = [&](const std::string& line) { display.Note("profiling: " + line); };
+    profiler = MakeProcessNodeProfiler(pc);
+    tuner.SetProfiler(profiler.get());
+  }
   tuner.on_progress = [&](const TaskProgress& p) { display.Update(p); };
   tuner.on_log = [&](const std::string& line) { display.Note(line); };
   g_tuner.store(&tuner);
@@ -392,6 +423,15 @@ void AddOptimizeCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--pipeline", args->pipeline, "Candidates compiled ahead of the GPU")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  cmd->add_option("--profile", args->profile,
+                  "When nodes are profiled with Nsight Compute and diagnosed: auto (each new best "
+                  "when the proposer reads diagnoses, else the winner), best, winner, none")
+      ->check(CLI::IsMember({"auto", "best", "winner", "none"}))
+      ->capture_default_str();
+  cmd->add_option("--profile-limit", args->profile_limit,
+                  "Nodes per task profiled during the search (the winner's profile is extra)")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
   cmd->add_flag("!--no-compile", args->compile,
                 "Skip the torch.compile baseline (it takes a while to compile)");
   AddContractOptions(cmd, &args->contract);
@@ -399,7 +439,7 @@ void AddOptimizeCommand(CLI::App* app, int* exit_code) {
   cmd->callback([args, exit_code, cmd] {
     for (const char* name :
          {"--max-seconds", "--finalists", "--finalist-seconds", "--objective", "--search", "--seed",
-          "--proposer", "--candidates", "--from", "--timed-checks"})
+          "--proposer", "--candidates", "--from", "--timed-checks", "--profile", "--profile-limit"})
       if (cmd->count(name) > 0) args->ignored_on_resume.push_back(name);
     if (!args->tasks.empty()) args->ignored_on_resume.push_back("the task list");
     *exit_code = RunOptimize(*args);

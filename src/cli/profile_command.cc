@@ -177,24 +177,8 @@ ProfileData Collect(const ProfileArgs& a, const fs::path& data_dir,
         "first.",
         cand.name, OutcomeLine(rec.outcome)));
 
-  ProfileData d;
-  d.task_name = task.name;
-  d.candidate_name = cand.name;
-  d.candidate_kind = CandidateKindName(cand.kind);
-  d.outcome = ToJson(rec.outcome);
-  d.context.device = ctx.evaluator->Device();
-  d.context.ceilings = ctx.evaluator->DeviceCeilings();
-  d.context.calls_profiled = a.calls;
-  d.context.time_ms = m->time_ms.median;
-  // A cuda candidate's host clock is mostly kopt's own ctypes call (20-30 us
-  // on the H200), not the candidate's: only hybrids' host time is theirs (the
-  // timeline measures it below). Idle GPU time still shows in kernel vs
-  // event time.
-  if (cand.kind == CandidateKind::kHybrid) d.context.host_ms = m->host_ms.median;
-  d.context.min_bytes = bundle.min_bytes;
-  d.context.flops = bundle.flops;
-  d.context.matrix_flops = bundle.matrix_flops;
-  d.context.flops_by_precision = FlopsByPrecision(bundle);
+  ProfileData d = MakeProfileData(task, bundle, cand, rec, ctx.evaluator->Device(),
+                                  ctx.evaluator->DeviceCeilings(), a.calls);
   ctx.evaluator.reset();
   ctx.worker.reset();  // the GPU is ncu's now
   ctx.clean_worker.reset();

@@ -411,6 +411,153 @@ TEST(Loop, OptionsRoundTripForResume) {
   EXPECT_EQ(back.budget.candidates, 40);
   EXPECT_EQ(back.eval.seeds, (std::vector<int>{1, 2}));
   EXPECT_DOUBLE_EQ(back.eval.timing["max_seconds"].get<double>(), 0.3);
+  EXPECT_EQ(back.profile, ProfileMode::kAuto);
+  o.profile = ProfileMode::kBest;
+  o.profile_limit = 5;
+  back = LoopOptionsFromJson(ToJson(o));
+  EXPECT_EQ(back.profile, ProfileMode::kBest);
+  EXPECT_EQ(back.profile_limit, 5);
+}
+
+// The profile stage's seam: answers with one finding naming the node, or
+// fails as told.
+class FakeProfiler : public NodeProfiler {
+ public:
+  NodeProfile Profile(const Task&, const TaskBundle&, const Candidate& c,
+                      const EvalRecord& rec) override {
+    names.push_back(c.name);
+    EXPECT_TRUE(std::holds_alternative<Measured>(rec.outcome)) << c.name;
+    NodeProfile p;
+    p.gpu_s = 2.0;
+    if (!fail_with.empty()) {
+      p.error = fail_with;
+      return p;
+    }
+    p.ok = true;
+    p.profile = {{"tiers", {"ncu tier 1"}}};
+    Diagnosis d;
+    d.tool = "memory_coalescing";
+    d.severity = "warning";
+    d.estimated_gain = 0.3;
+    d.advice = "advice for " + c.name;
+    p.diagnoses = {d};
+    return p;
+  }
+  std::vector<std::string> names;
+  std::string fail_with;
+};
+
+// The tuner, reading diagnoses: records what each parent came with.
+class ReadingProposer : public Proposer {
+ public:
+  explicit ReadingProposer(std::vector<std::pair<std::string, std::string>>* seen)
+      : inner_(MakeProposer("tune", {})), seen_(seen) {}
+  std::string Name() const override { return "reading"; }
+  void Begin(const ProposeContext& c) override { inner_->Begin(c); }
+  std::optional<Proposal> Root() override { return inner_->Root(); }
+  std::vector<Proposal> Propose(const ParentView& p, int n) override {
+    for (const auto& d : p.diagnoses)
+      seen_->push_back({p.candidate ? p.candidate->name : "", d.advice});
+    return inner_->Propose(p, n);
+  }
+  bool WantsDiagnoses() const override { return true; }
+
+ private:
+  std::unique_ptr<Proposer> inner_;
+  std::vector<std::pair<std::string, std::string>>* seen_;
+};
+
+TEST(LoopProfile, TheWinnerIsProfiledOnceAndItsDiagnosesStored) {
+  fs::path dir = testing::ScratchDir("loop-profile-winner");
+  auto store = MakeMemoryRunStore();
+  auto runner = MakeReplayRunner(KernelReplay("synthetic"));
+  LoopOptions o = TuneOptions(dir, "candidates=10");
+  o.profile = ProfileMode::kAuto;  // the tuner reads no diagnoses: the winner only
+  FakeProfiler profiler;
+  Tuner tuner(runner.get(), store.get(), o);
+  tuner.SetProfiler(&profiler);
+  std::vector<std::string> stages;
+  tuner.on_progress = [&](const TaskProgress& p) {
+    if (stages.empty() || stages.back() != p.stage) stages.push_back(p.stage);
+  };
+  LoopResult r = tuner.Run({KernelTask(dir)});
+  const TaskResult& t = r.tasks[0];
+  ASSERT_TRUE(t.best_proposal);
+  ASSERT_EQ(profiler.names, (std::vector<std::string>{t.best_proposal->candidate.name}));
+  EXPECT_EQ(t.profiled, 1);
+  ASSERT_EQ(t.best_diagnoses.size(), 1u);
+  EXPECT_EQ(t.best_diagnoses[0].advice, "advice for " + t.best_proposal->candidate.name);
+  auto profiles = store->ListProfiles(r.run_id, 0);
+  ASSERT_EQ(profiles.size(), 1u);
+  EXPECT_EQ(profiles[0].node, t.best_node);
+  EXPECT_EQ(profiles[0].diagnoses.size(), 1u);
+  EXPECT_EQ(profiles[0].profile["tiers"][0], "ncu tier 1");
+  // Its GPU time is spent from the budget, and the stage is shown.
+  EXPECT_GE(r.spent.gpu_s, 2.0 + 10 * 0.5);
+  EXPECT_NE(std::find(stages.begin(), stages.end(), "profiling"), stages.end());
+}
+
+TEST(LoopProfile, AProposerThatReadsDiagnosesGetsEachNewBestProfiled) {
+  fs::path dir = testing::ScratchDir("loop-profile-best");
+  auto store = MakeMemoryRunStore();
+  auto runner = MakeReplayRunner(KernelReplay("synthetic"));
+  LoopOptions o = TuneOptions(dir, "candidates=16");
+  o.profile_limit = 2;
+  FakeProfiler profiler;
+  std::vector<std::pair<std::string, std::string>> seen;
+  Tuner tuner(runner.get(), store.get(), o);
+  tuner.SetProfiler(&profiler);
+  tuner.make_proposer = [&] { return std::make_unique<ReadingProposer>(&seen); };
+  LoopResult r = tuner.Run({KernelTask(dir)});
+  const TaskResult& t = r.tasks[0];
+  // The root (the first best) and the next new best during the search, then
+  // the winner when it is neither.
+  ASSERT_GE(profiler.names.size(), 2u);
+  ASSERT_LE(profiler.names.size(), 3u);
+  EXPECT_EQ(profiler.names[0], store->ListNodes(r.run_id, 0)[0].name);  // the root
+  EXPECT_EQ(t.profiled, static_cast<int>(profiler.names.size()));
+  EXPECT_EQ(store->ListProfiles(r.run_id, 0).size(), profiler.names.size());
+  // Children of a profiled parent were proposed with its diagnoses.
+  ASSERT_FALSE(seen.empty());
+  for (const auto& [parent, advice] : seen) EXPECT_EQ(advice, "advice for " + parent);
+  std::set<std::string> unique(profiler.names.begin(), profiler.names.end());
+  EXPECT_EQ(unique.size(), profiler.names.size()) << "a node is profiled at most once";
+}
+
+TEST(LoopProfile, AProfilerThatCannotRunIsAskedOnceAndTheRunGoesOn) {
+  fs::path dir = testing::ScratchDir("loop-profile-broken");
+  auto store = MakeMemoryRunStore();
+  auto runner = MakeReplayRunner(KernelReplay("synthetic"));
+  LoopOptions o = TuneOptions(dir, "candidates=10");
+  o.profile = ProfileMode::kBest;
+  FakeProfiler profiler;
+  profiler.fail_with = "Nsight Compute (ncu) was not found; install it or set KOPT_NCU to its path";
+  std::vector<std::string> log;
+  Tuner tuner(runner.get(), store.get(), o);
+  tuner.SetProfiler(&profiler);
+  tuner.on_log = [&](const std::string& line) { log.push_back(line); };
+  LoopResult r = tuner.Run({KernelTask(dir)});
+  EXPECT_EQ(r.status, RunStatus::kBudgetSpent) << r.note;
+  EXPECT_EQ(profiler.names.size(), 1u);
+  EXPECT_TRUE(store->ListProfiles(r.run_id, 0).empty());
+  EXPECT_EQ(r.tasks[0].profiled, 0);
+  bool said = false;
+  for (const auto& l : log)
+    said |= l.find("was not profiled: Nsight Compute (ncu) was not found") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+TEST(LoopProfile, NoneProfilesNothing) {
+  fs::path dir = testing::ScratchDir("loop-profile-none");
+  auto store = MakeMemoryRunStore();
+  auto runner = MakeReplayRunner(KernelReplay("synthetic"));
+  LoopOptions o = TuneOptions(dir, "candidates=6");
+  o.profile = ProfileMode::kNone;
+  FakeProfiler profiler;
+  Tuner tuner(runner.get(), store.get(), o);
+  tuner.SetProfiler(&profiler);
+  tuner.Run({KernelTask(dir)});
+  EXPECT_TRUE(profiler.names.empty());
 }
 
 TEST(Objective, WinnersByTimeEnergyAndEnergyAtSpeed) {
@@ -425,6 +572,31 @@ TEST(Objective, WinnersByTimeEnergyAndEnergyAtSpeed) {
   EXPECT_EQ(PickWinner({}, Objective::kTime, 0.03), -1);
   EXPECT_THROW(ParseObjective("speed"), Error);
   EXPECT_EQ(ParseObjective("energy-at-speed"), Objective::kEnergyAtSpeed);
+}
+
+TEST(Objective, SearchTimeIsCorrectedForTheWorkersDriftWithinABound) {
+  // No clean eager: the time as measured.
+  Measured m = MeasuredAt(0.28, 0.28);
+  EXPECT_DOUBLE_EQ(*SearchValue(m, Objective::kTime), 0.28);
+  // The worker ran slow (eager beside it 11% above the clean process's):
+  // the candidate's time is scaled back by the same factor.
+  m.clean_eager_ms = Summarize({0.2533, 0.2533, 0.2533});
+  m.eager_ms = Summarize({0.2811, 0.2811, 0.2811});
+  EXPECT_NEAR(*SearchValue(m, Objective::kTime), 0.28 * 0.2533 / 0.2811, 1e-12);
+  EXPECT_NEAR(*SearchValue(m, Objective::kEnergyAtSpeed), 0.28 * 0.2533 / 0.2811, 1e-12);
+  // A candidate that slows the reference beside it 3x gains at most the bound.
+  m.eager_ms = Summarize({0.76, 0.76, 0.76});
+  EXPECT_NEAR(*SearchValue(m, Objective::kTime), 0.28 / kMaxDriftCorrection, 1e-12);
+  // A fast worker corrects the other way, within the same bound.
+  m.eager_ms = Summarize({0.1, 0.1, 0.1});
+  EXPECT_NEAR(*SearchValue(m, Objective::kTime), 0.28 * kMaxDriftCorrection, 1e-12);
+  // Energy is not corrected; the winner among finalists is by raw time.
+  m.energy_mj_per_call = 3;
+  EXPECT_DOUBLE_EQ(*SearchValue(m, Objective::kEnergy), 3);
+  Measured slow_state = MeasuredAt(0.26, 0.28), fast_state = MeasuredAt(0.255, 0.2533);
+  slow_state.clean_eager_ms = fast_state.clean_eager_ms = Summarize({0.2533, 0.2533, 0.2533});
+  EXPECT_LT(*SearchValue(slow_state, Objective::kTime), *SearchValue(fast_state, Objective::kTime));
+  EXPECT_EQ(PickWinner({&slow_state, &fast_state}, Objective::kTime, 0.03), 1);
 }
 
 }  // namespace

@@ -122,6 +122,8 @@ Json ToJson(const LoopOptions& o) {
       {"measure_reference_root", o.measure_reference_root},
       {"finalists", o.finalists},
       {"finalist_max_seconds", o.finalist_max_seconds},
+      {"profile", ProfileModeName(o.profile)},
+      {"profile_limit", o.profile_limit},
       {"arch", o.arch},
       {"out", o.out.string()},
       {"scratch", o.scratch.string()},
@@ -150,6 +152,8 @@ LoopOptions LoopOptionsFromJson(const Json& j) {
   o.measure_reference_root = j.value("measure_reference_root", o.measure_reference_root);
   o.finalists = j.value("finalists", o.finalists);
   o.finalist_max_seconds = j.value("finalist_max_seconds", o.finalist_max_seconds);
+  o.profile = ParseProfileMode(j.value("profile", ProfileModeName(o.profile)));
+  o.profile_limit = j.value("profile_limit", o.profile_limit);
   o.arch = j.value("arch", o.arch);
   o.out = j.value("out", "");
   o.scratch = j.value("scratch", "");
@@ -168,6 +172,8 @@ struct Tuner::TaskState {
     std::optional<double> objective;
     std::vector<std::string> child_moves;
     std::shared_future<void> build;  ///< compiling ahead on the CPU pool
+    bool profiled = false;           ///< profiled (or tried: a failure is not repeated)
+    std::vector<Diagnosis> diagnoses;
   };
   std::vector<Node> nodes;
   TaskProgress progress;
@@ -224,6 +230,8 @@ LoopResult Tuner::Resume(const std::string& run_id, const std::optional<BudgetLi
   options_.measure_reference_root = saved.measure_reference_root;
   options_.finalists = saved.finalists;
   options_.finalist_max_seconds = saved.finalist_max_seconds;
+  options_.profile = saved.profile;
+  options_.profile_limit = saved.profile_limit;
   if (options_.out.empty()) options_.out = saved.out;
   if (options_.scratch.empty()) options_.scratch = saved.scratch;
   std::vector<LoopTask> tasks;
@@ -382,7 +390,8 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
   std::unique_ptr<Proposer> proposer;
   std::unique_ptr<SearchPolicy> policy;
   try {
-    proposer = MakeProposer(options_.proposer, options_.proposer_options);
+    proposer = make_proposer ? make_proposer()
+                             : MakeProposer(options_.proposer, options_.proposer_options);
     ProposeContext ctx;
     ctx.task = lt.task;
     ctx.bundle = &bundle;
@@ -485,13 +494,57 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
     return objective;
   };
 
+  // The profile stage: a measured node profiled and diagnosed once; what it
+  // finds goes to the store and to the proposer with the node's children.
+  bool profile_during_search =
+      options_.profile == ProfileMode::kBest ||
+      (options_.profile == ProfileMode::kAuto && proposer->WantsDiagnoses());
+  auto profile_node = [&](int id) {
+    TaskState::Node& n = nodes[id];
+    if (!profiler_ || profiler_broken_ || n.profiled || n.virtual_root || !n.record ||
+        !std::holds_alternative<Measured>(n.record->outcome))
+      return;
+    n.profiled = true;
+    std::string stage = st.progress.stage;
+    progress("profiling", "profiling " + n.proposal.candidate.name);
+    NodeProfile p = profiler_->Profile(lt.task, bundle, n.proposal.candidate, *n.record);
+    gpu_busy_s_ += p.gpu_s;
+    budget->AddGpuSeconds(p.gpu_s);
+    if (!p.ok) {
+      Log(fmt::format("{}: {} was not profiled: {}", lt.task.name, n.proposal.candidate.name,
+                      p.error));
+      // A profiler that cannot start (no ncu, no permission) fails the same
+      // way on every node: stop asking.
+      if (p.error.find("was not found") != std::string::npos ||
+          p.error.find("ERR_NVGPUCTRPERM") != std::string::npos)
+        profiler_broken_ = true;
+      progress(stage);
+      return;
+    }
+    ProfileRecord rec;
+    rec.run_id = run_id;
+    rec.task_index = index;
+    rec.node = id;
+    rec.profile = p.profile;
+    rec.diagnoses = p.diagnoses;
+    store_->PutProfile(rec);
+    store_->SetRunSpent(run_id, budget->Spent());
+    n.diagnoses = std::move(p.diagnoses);
+    ++res.profiled;
+    progress(stage, fmt::format("{}: profiled, {} diagnosis(es)", n.proposal.candidate.name,
+                                n.diagnoses.size()));
+  };
+
   // The root: resumed, the proposer's starting kernel, the reference
   // measured as a candidate, or the clean process's eager time.
   std::vector<NodeRecord> stored =
       resume ? store_->ListNodes(run_id, index) : std::vector<NodeRecord>{};
   std::map<int, OutcomeRecord> outcomes;
-  if (resume)
+  std::map<int, ProfileRecord> profiles;
+  if (resume) {
     for (auto& o : store_->ListOutcomes(run_id, index)) outcomes[o.node] = o;
+    for (auto& p : store_->ListProfiles(run_id, index)) profiles[p.node] = p;
+  }
   if (!stored.empty()) {
     for (const NodeRecord& r : stored) {
       TaskState::Node n;
@@ -511,6 +564,11 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
         if (it->second.evaluation.is_object() && it->second.evaluation.contains("outcome"))
           n.record = EvalRecordFromJson(it->second.evaluation);
         n.objective = it->second.objective;
+      }
+      if (auto it = profiles.find(r.id); it != profiles.end()) {
+        n.profiled = true;
+        n.diagnoses = it->second.diagnoses;
+        ++res.profiled;
       }
       if (n.proposal.parent >= 0 && n.proposal.parent < static_cast<int>(nodes.size()))
         nodes[n.proposal.parent].child_moves.push_back(n.proposal.move);
@@ -588,6 +646,7 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
   }
   if (best < 0 && root.objective) best = 0;
   policy->Begin(*root.objective, root.hash);
+  if (profile_during_search && best == 0) profile_node(0);
 
   // Resumed nodes go back into the search in id order; what was in flight is
   // measured first.
@@ -658,6 +717,7 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
         if (!nodes[id].virtual_root) view.candidate = nodes[id].proposal.candidate;
         view.detail = ProposalDetail(nodes[id].proposal);
         if (nodes[id].record) view.outcome = nodes[id].record->outcome;
+        view.diagnoses = nodes[id].diagnoses;
         view.tried_moves = nodes[id].child_moves;
         std::vector<Proposal> props = proposer->Propose(view, 1);
         if (props.empty()) {
@@ -696,6 +756,11 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
       r.state = NodeState::kCrashed;  // measured without the objective
     r.objective = v.value_or(0);
     policy->Report(id, r);
+    // A new best is profiled before its children are proposed, so a proposer
+    // that reads diagnoses sees them.
+    if (best == id && profile_during_search && res.profiled < options_.profile_limit &&
+        !budget->Exhausted())
+      profile_node(id);
   }
   // Work proposed but not measured is abandoned explicitly (and stays in the
   // store without an outcome, so --resume measures it).
@@ -770,6 +835,10 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
     res.best_proposal = nodes[best].proposal;
     if (!res.best && nodes[best].record) res.best = nodes[best].record;
     store_->SetTaskBest(run_id, index, best);
+    // The winner is explained: profiled once the search named it (after the
+    // budget, like the finalists: finishing work, counted in what was spent).
+    if (!stop_ && options_.profile != ProfileMode::kNone) profile_node(best);
+    res.best_diagnoses = nodes[best].diagnoses;
   }
   res.nodes = static_cast<int>(nodes.size());
   res.status = end;

@@ -18,6 +18,7 @@
 #include "core/budget.h"
 #include "core/json.h"
 #include "core/task.h"
+#include "loop/node_profiler.h"
 #include "loop/objective.h"
 #include "propose/proposer.h"
 #include "run/runner.h"
@@ -58,6 +59,10 @@ struct LoopOptions {
   /// each with this timing budget.
   int finalists = 3;
   double finalist_max_seconds = 1.0;
+  /// When nodes are profiled and diagnosed (needs a profiler: SetProfiler).
+  ProfileMode profile = ProfileMode::kAuto;
+  /// Profiles per task during the search (kBest); the winner's is extra.
+  int profile_limit = 3;
   std::string arch = "sm_90";
   /// The best candidate of each task is written here as it is found
   /// (<out>/<task>/best.cu|py and best.json); empty: nowhere.
@@ -91,7 +96,8 @@ struct TaskProgress {
   int task_index = 0;
   int task_count = 0;
   std::string task;
-  std::string stage;  ///< "capturing", "measuring the root", "searching", "re-timing finalists", "done"
+  std::string
+      stage;  ///< "capturing", "measuring the root", "searching", "re-timing finalists", "done"
   int proposed = 0;
   int built = 0;
   int evaluated = 0;
@@ -119,7 +125,10 @@ struct TaskResult {
   int failed = 0;
   int abandoned = 0;  ///< proposed but not measured when the budget ran out
   std::vector<std::string> notes;
-  Json finalists = Json::array();  ///< {node, name, time_ms, energy_mj, speedup_vs_eager} re-timed together
+  Json finalists =
+      Json::array();  ///< {node, name, time_ms, energy_mj, speedup_vs_eager} re-timed together
+  int profiled = 0;   ///< nodes profiled and diagnosed
+  std::vector<Diagnosis> best_diagnoses;  ///< the winner's, when it was profiled
 };
 
 struct LoopResult {
@@ -146,12 +155,20 @@ class Tuner {
   /// One-line notes for the user (proposer notes, abandoned work).
   std::function<void(const std::string&)> on_log;
 
+  /// Makes each task's proposer instead of MakeProposer(options.proposer)
+  /// when set (tests; programs that embed kopt with a proposer of their own).
+  std::function<std::unique_ptr<Proposer>()> make_proposer;
+
+  /// The profile stage (null: none; LoopOptions::profile says when).
+  void SetProfiler(NodeProfiler* profiler) { profiler_ = profiler; }
+
   /// A new run over `tasks`.
   LoopResult Run(const std::vector<LoopTask>& tasks);
   /// Continues a run of the store: nothing it finished is measured again;
   /// what was in flight when it stopped is measured first. A non-empty
   /// `budget` replaces the run's limits.
-  LoopResult Resume(const std::string& run_id, const std::optional<BudgetLimits>& budget = std::nullopt);
+  LoopResult Resume(const std::string& run_id,
+                    const std::optional<BudgetLimits>& budget = std::nullopt);
 
   /// Asks the loop to stop after the measurement in progress (a signal
   /// handler may call it).
@@ -159,13 +176,16 @@ class Tuner {
 
  private:
   struct TaskState;
-  LoopResult Execute(const std::string& run_id, const std::vector<LoopTask>& tasks, Budget* budget, bool resume);
-  TaskResult RunTask(const std::string& run_id, int index, int count, const LoopTask& task, Budget* budget,
+  LoopResult Execute(const std::string& run_id, const std::vector<LoopTask>& tasks, Budget* budget,
                      bool resume);
+  TaskResult RunTask(const std::string& run_id, int index, int count, const LoopTask& task,
+                     Budget* budget, bool resume);
   void Log(const std::string& line);
 
   Runner* runner_;
   RunStore* store_;
+  NodeProfiler* profiler_ = nullptr;
+  bool profiler_broken_ = false;  ///< it failed in a way the next node would repeat
   LoopOptions options_;
   std::atomic<bool> stop_{false};
   double gpu_busy_s_ = 0;

@@ -78,6 +78,9 @@ class Proposer {
   /// (what it tunes and how many configurations it allows, files it
   /// skipped and why), for the run's log and report.
   virtual std::vector<std::string> Notes() const { return {}; }
+  /// True when Propose reads ParentView::diagnoses: the loop then profiles
+  /// each new best during the search (profile mode "auto"), not only the winner.
+  virtual bool WantsDiagnoses() const { return false; }
 };
 
 /// Limits of the knob tuner ("tune"); the defaults are the ones `kopt
