@@ -66,6 +66,22 @@ TEST_F(RunCli, RunsListsTheRun) {
   EXPECT_EQ(runs[0]["tasks"].size(), 2u);
 }
 
+// A real run of the loop's profile stage on the H200 (tests/data/runs/README.md):
+// kopt show lists each profiled node with its first finding.
+TEST(RunCliRecorded, ShowListsTheProfiledNodesOfARealRun) {
+  const fs::path db = testing::ScratchDir("run-cli-profiled") / "runs.db";
+  fs::copy_file(testing::SourceDir() / "tests/data/runs/h200_profile_2tasks.db", db,
+                fs::copy_options::overwrite_existing);
+  ProcessResult r = Kopt({"show", "20261203-1519", "--store", db.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("profile best, profile_limit 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("profiled #4: 2 finding(s); first occupancy_limiter (warning"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("profiled #3: 1 finding(s); first dram_at_roof (info"), std::string::npos)
+      << r.out;
+}
+
 TEST_F(RunCli, RunsWithoutAStoreSaysSoAndCreatesNothing) {
   const fs::path cache = testing::ScratchDir("run-cli-empty");
   ProcessResult r = Kopt({"runs"}, {{"KOPT_CACHE", cache.string()}});

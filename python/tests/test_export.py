@@ -431,3 +431,27 @@ def test_arch_checks_and_retargeting(tmp_path, monkeypatch):
     assert rt.target_arch() == "sm_100a"
     assert "-gencode=arch=compute_100a,code=sm_100a" in rt.recipe_for(rt.target_arch())
     assert "-gencode=arch=compute_90,code=sm_90" not in rt.recipe_for(rt.target_arch())
+
+
+def test_an_unwritable_cache_falls_back_to_the_temp_folder(tmp_path, monkeypatch):
+    # A read-only home (or kopt's own sandbox, which confines writes to its
+    # scratch and points TMPDIR there) must not stop the exported kernel.
+    if not have_nvcc():
+        pytest.skip("needs nvcc")
+    m = import_file(export(data("t_elementwise.py"), data("noop.cu"), tmp_path / "a"))
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache folder would go\n")
+    monkeypatch.delenv("KOPT_EXPORT_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
+    so = m.kopt_build()
+    assert so.startswith(str(tmp_path / "tmp" / "kopt-export-")) and os.path.isfile(so)
+    assert m.kopt_build() == so  # found again, not rebuilt
+    # Named explicitly, an unwritable folder is an error that says what to do.
+    monkeypatch.setenv("KOPT_EXPORT_CACHE", str(blocked / "sub"))
+    with pytest.raises(m._kopt_runtime.CompileError, match="set KOPT_EXPORT_CACHE"):
+        m.kopt_build()

@@ -178,12 +178,15 @@ void PrintResult(const LoopResult& r, const fs::path& store_path) {
               std::to_string(task.measured), std::to_string(task.failed), floor});
   }
   fmt::print("\n{}", t.Render());
-  double gpu_min = r.gpu_busy_s / 60.0;
+  // Verification and timing only: profiling is counted on its own.
+  double gpu_min = (r.gpu_busy_s - r.profile_s) / 60.0;
   fmt::print("\nrun {} ({}): {}\n", r.run_id, RunStatusName(r.status), r.note);
   fmt::print("spent {} of {}; the GPU was busy {:.0f}% of the wall time", DescribeSpent(r.spent),
              DescribeLimits(r.limits), r.wall_s > 0 ? 100 * r.gpu_busy_s / r.wall_s : 0.0);
+  if (r.profile_s > 0) fmt::print(" ({:.0f} s of it profiling)", r.profile_s);
   if (gpu_min > 0)
-    fmt::print(", {:.0f} candidates verified per GPU-minute", r.spent.candidates / gpu_min);
+    fmt::print(", {:.0f} candidates verified per GPU-minute of verifying and timing",
+               r.spent.candidates / gpu_min);
   fmt::print("\nstore {}; kopt show {}, kopt report {}, kopt export {}\n", store_path.string(),
              r.run_id, r.run_id, r.run_id);
   for (const auto& task : r.tasks)
@@ -225,6 +228,7 @@ Json ResultJson(const LoopResult& r) {
               {"limits", ToJson(r.limits)},
               {"wall_s", r.wall_s},
               {"gpu_busy_s", r.gpu_busy_s},
+              {"profile_s", r.profile_s},
               {"tasks", tasks}};
 }
 

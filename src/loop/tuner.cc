@@ -271,6 +271,7 @@ LoopResult Tuner::Execute(const std::string& run_id, const std::vector<LoopTask>
                           Budget* budget, bool resume) {
   double t0 = NowS();
   gpu_busy_s_ = 0;
+  profile_s_ = 0;
   LoopResult result;
   result.run_id = run_id;
   result.limits = options_.budget;
@@ -283,6 +284,7 @@ LoopResult Tuner::Execute(const std::string& run_id, const std::vector<LoopTask>
   result.spent = budget->Spent();
   result.wall_s = NowS() - t0;
   result.gpu_busy_s = gpu_busy_s_;
+  result.profile_s = profile_s_;
   bool all_failed = !result.tasks.empty() &&
                     std::all_of(result.tasks.begin(), result.tasks.end(),
                                 [](const auto& t) { return t.status == TaskStatus::kFailed; });
@@ -509,6 +511,7 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
     progress("profiling", "profiling " + n.proposal.candidate.name);
     NodeProfile p = profiler_->Profile(lt.task, bundle, n.proposal.candidate, *n.record);
     gpu_busy_s_ += p.gpu_s;
+    profile_s_ += p.gpu_s;
     budget->AddGpuSeconds(p.gpu_s);
     if (!p.ok) {
       Log(fmt::format("{}: {} was not profiled: {}", lt.task.name, n.proposal.candidate.name,

@@ -139,7 +139,8 @@ struct LoopResult {
   BudgetLimits limits;
   std::vector<TaskResult> tasks;
   double wall_s = 0;
-  double gpu_busy_s = 0;  ///< seconds the Runner was verifying or timing
+  double gpu_busy_s = 0;  ///< seconds the Runner was verifying or timing, or the profiler profiling
+  double profile_s = 0;   ///< of which profiling
 };
 
 class Tuner {
@@ -189,6 +190,7 @@ class Tuner {
   LoopOptions options_;
   std::atomic<bool> stop_{false};
   double gpu_busy_s_ = 0;
+  double profile_s_ = 0;
 };
 
 }  // namespace kopt

@@ -267,17 +267,27 @@ def _kopt_make_runtime(recipe, arch, abi_header):
             h.update(len(data).to_bytes(8, "little"))
             h.update(data)
         key = h.hexdigest()[:32]
-        root = cache_dir()
-        entry = os.path.join(root, key)
-        so = os.path.join(entry, "candidate.so")
-        if os.path.isfile(so):
-            return so
-        try:
-            os.makedirs(root, exist_ok=True)
-            tmp = tempfile.mkdtemp(prefix=f".tmp-{key}-", dir=root)
-        except OSError as e:
-            raise CompileError(f"cannot write the kernel cache {root}: {e}; set KOPT_EXPORT_CACHE to a "
-                               "writable folder.") from None
+        # The cache folder, else (a read-only home, a sandbox) one in the temp
+        # folder; KOPT_EXPORT_CACHE, when set, is the only one tried.
+        roots = [cache_dir()]
+        if not os.environ.get("KOPT_EXPORT_CACHE"):
+            uid = os.getuid() if hasattr(os, "getuid") else 0
+            roots.append(os.path.join(tempfile.gettempdir(), f"kopt-export-{uid}"))
+        tmp, errors = None, []
+        for root in roots:
+            entry = os.path.join(root, key)
+            so = os.path.join(entry, "candidate.so")
+            if os.path.isfile(so):
+                return so
+            try:
+                os.makedirs(root, exist_ok=True)
+                tmp = tempfile.mkdtemp(prefix=f".tmp-{key}-", dir=root)
+                break
+            except OSError as e:
+                errors.append(f"{root}: {e}")
+        if tmp is None:
+            raise CompileError(f"cannot write the kernel cache ({'; '.join(errors)}); set KOPT_EXPORT_CACHE "
+                               "to a writable folder.") from None
         try:
             os.makedirs(os.path.join(tmp, "kopt"))
             with open(os.path.join(tmp, "kopt", "abi.h"), "w") as f:

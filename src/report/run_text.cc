@@ -123,6 +123,19 @@ std::string ShowText(const RunView& v, int top) {
       counts.push_back(fmt::format("{} {}", count, VerdictWords(verdict)));
     s += fmt::format("  candidates: {} ({}), {} evaluated, {:.1f} GPU s\n", t.nodes.size(),
                      Join(counts, ", "), t.evaluated, t.gpu_s);
+    // What the profiled nodes were told, the largest estimated gain of each.
+    for (const auto& n : t.nodes) {
+      if (!n.profiled) continue;
+      if (n.diagnoses.empty()) {
+        s += fmt::format("  profiled #{}: no tool found a flaw\n", n.record.id);
+        continue;
+      }
+      const Diagnosis& d = n.diagnoses.front();  // ShownFindings: largest gain first
+      std::string advice = d.advice.size() > 140 ? d.advice.substr(0, 137) + "..." : d.advice;
+      s += fmt::format("  profiled #{}: {} finding(s); first {} ({}, up to {:.0f}%): {}\n",
+                       n.record.id, n.diagnoses.size(), d.tool, d.severity, 100 * d.estimated_gain,
+                       advice);
+    }
     std::vector<const NodeView*> measured;
     for (const auto& n : t.nodes)
       if (n.verdict == "measured" && n.time_ms) measured.push_back(&n);
