@@ -4,6 +4,7 @@
 
 #include "core/json.h"
 #include "core/subprocess.h"
+#include "store/run_store.h"
 #include "testing/paths.h"
 
 namespace kopt {
@@ -64,6 +65,83 @@ TEST(ExportCli, HybridImportingKoptAndTheDefaultFolder) {
   EXPECT_NE(r.out.find("not verified by this command"), std::string::npos) << r.out;
 }
 
+// Never worse than the reference: a run whose winner, re-timed among the
+// finalists, did not beat eager exports the task's own Model, which
+// KernelBench's procedure accepts.
+TEST(ExportCli, ARunWhoseWinnerLostToEagerExportsTheReference) {
+  fs::path dir = testing::ScratchDir("export-cli-reference");
+  fs::path db = dir / "runs.db";
+  std::string run_id;
+  {
+    auto store = MakeSqliteRunStore(db);
+    NewRun nr;
+    nr.device = Json{{"name", "NVIDIA H200"}};
+    run_id = store->CreateRun(nr).id;
+    TaskRecord t;
+    t.run_id = run_id;
+    t.name = "01_relu";
+    t.path = Task("level1/01_relu.py");
+    t.task_hash = "h";
+    t.bundle.eager_ms = Summarize({0.253, 0.253, 0.253});
+    t.status = TaskStatus::kRunning;
+    store->AddTask(t);
+    NodeRecord n;
+    n.run_id = run_id;
+    n.id = 0;
+    n.kind = NodeKind::kCuda;
+    n.name = "01_relu[THREADS=512,ILP=4]";
+    n.source = ReadTextFile(Task("level1/solutions/01_relu.cu"));
+    n.source_hash = "s";
+    store->AddNode(n);
+    Measured m;
+    m.time_ms = Summarize({0.26, 0.26, 0.26});
+    m.eager_ms = Summarize({0.255, 0.255, 0.255});
+    OutcomeRecord o = MakeOutcomeRecord(run_id, 0, 0, m);
+    store->RecordOutcome(o, BudgetSpent{});
+    store->SetTaskBest(run_id, 0, 0);
+    store->SetTaskFinalists(run_id, 0,
+                            Json::array({{{"node", 0},
+                                          {"name", n.name},
+                                          {"time_ms", 0.2602},
+                                          {"winner", true},
+                                          {"speedup_vs_eager", 0.97}}}));
+    store->SetTaskStatus(run_id, 0, TaskStatus::kFinished);
+  }
+  fs::path out = dir / "out";
+  ProcessResult r = Kopt({"export", run_id, "--store", db.string(), "--out", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(
+      r.out.find("01_relu: nothing kopt verified beat eager PyTorch (the best, "
+                 "01_relu[THREADS=512,ILP=4], ran at 0.97x); exporting the reference unchanged"),
+      std::string::npos)
+      << r.out;
+  fs::path py = out / "01_relu/01_relu_reference_modelnew.py";
+  ASSERT_TRUE(fs::is_regular_file(py)) << r.out;
+  EXPECT_FALSE(fs::exists(out / "01_relu/01_relu_best.cu"));
+  std::string text = ReadTextFile(py);
+  EXPECT_NE(text.find(ReadTextFile(Task("level1/01_relu.py"))), std::string::npos);
+  EXPECT_NE(text.find("class ModelNew(Model):"), std::string::npos);
+  EXPECT_NE(ReadTextFile(out / "01_relu/README.md").find("nothing kopt verified beat eager"),
+            std::string::npos);
+  // KernelBench's procedure on the CPU, where an interpreter with torch is.
+  const char* env = std::getenv("KOPT_PYTHON");
+  std::string python = env && *env ? env : "/usr/bin/python3";
+  ProcessOptions po;
+  po.timeout_s = 120;
+  if (RunProcess({python, "-c", "import torch"}, po).exit_code != 0)
+    GTEST_SKIP() << "no python with torch for KernelBench's procedure";
+  ProcessResult kb =
+      RunProcess({python, (testing::SourceDir() / "python/tests/kernelbench_eval.py").string(),
+                  Task("level1/01_relu.py"), py.string(), "--device", "cpu", "--trials", "2",
+                  "--perf-trials", "2"},
+                 po);
+  ASSERT_EQ(kb.exit_code, 0) << kb.out << kb.err;
+  Json v = Json::parse(
+      kb.out.substr(kb.out.rfind("\n{") == std::string::npos ? 0 : kb.out.rfind("\n{") + 1));
+  EXPECT_TRUE(v.value("correct", false)) << kb.out;
+  EXPECT_TRUE(v.value("params_match", false)) << kb.out;
+}
+
 TEST(ExportCli, MistakesAreOneSentenceAndStatus2) {
   fs::path dir = testing::ScratchDir("export-cli-errors");
   WriteTextFileAtomic(dir / "sub.py",
@@ -84,7 +162,8 @@ TEST(ExportCli, MistakesAreOneSentenceAndStatus2) {
             "neither a file nor valid JSON"},
            {{"export", "--task", relu}, "needs --task TASK.py and --candidate FILE"},
            {{"export", relu, "--candidate", cu}, "takes the task as an option"},
-           {{"export", "r1", "--store", (dir / "no-such-store.db").string()}, "there is no run store at"},
+           {{"export", "r1", "--store", (dir / "no-such-store.db").string()},
+            "there is no run store at"},
        }) {
     ProcessResult r = Kopt(args);
     EXPECT_EQ(r.exit_code, 2) << words << ": " << r.out << r.err;

@@ -6,12 +6,13 @@
 
 #include "cli/commands.h"
 #include "cli/context.h"
-#include "store/run_store.h"
 #include "core/error.h"
 #include "core/gpu.h"
 #include "core/json.h"
 #include "report/export.h"
 #include "run/worker_channel.h"
+#include "store/run_store.h"
+#include "store/store_rules.h"
 #include "task/task_loader.h"
 
 namespace kopt {
@@ -72,7 +73,8 @@ int ExportRun(const ExportArgs& a) {
   common.cache_dir = a.cache;
   std::filesystem::path path = RunStorePath(common, a.store);
   if (!std::filesystem::exists(path))
-    throw Error("there is no run store at " + path.string() + ": run kopt optimize first, or pass --store.");
+    throw Error("there is no run store at " + path.string() +
+                ": run kopt optimize first, or pass --store.");
   auto store = MakeSqliteRunStore(path);
   auto run = store->FindRun(a.run);
   if (!run) throw Error("there is no run " + a.run + " in " + path.string() + ": see kopt runs.");
@@ -93,23 +95,57 @@ int ExportRun(const ExportArgs& a) {
       continue;
     }
     Json moves = Json::array();
-    for (const NodeRecord* n = best; n; n = n->parent && by_id.count(*n->parent) ? by_id[*n->parent] : nullptr)
+    for (const NodeRecord* n = best; n;
+         n = n->parent && by_id.count(*n->parent) ? by_id[*n->parent] : nullptr)
       if (!n->move.empty()) moves.insert(moves.begin(), n->move);
-    Json provenance{{"task", t.name}, {"run", run->id}, {"node", best->id}, {"moves", moves},
+    Json provenance{{"task", t.name},
+                    {"run", run->id},
+                    {"node", best->id},
+                    {"moves", moves},
                     {"device", run->device.value("name", "")}};
     if (auto o = store->GetOutcome(run->id, t.index, best->id)) {
       if (o->time_ms) provenance["time_ms"] = *o->time_ms;
       if (o->speedup) provenance["speedup_vs_eager"] = *o->speedup;
-      if (o->outcome.contains("speedup_vs_compile")) provenance["speedup_vs_compile"] = o->outcome["speedup_vs_compile"];
-      else if (t.bundle.compile_ms && o->time_ms) provenance["speedup_vs_compile"] = t.bundle.compile_ms->median / *o->time_ms;
+      if (o->outcome.contains("speedup_vs_compile"))
+        provenance["speedup_vs_compile"] = o->outcome["speedup_vs_compile"];
+      else if (t.bundle.compile_ms && o->time_ms)
+        provenance["speedup_vs_compile"] = t.bundle.compile_ms->median / *o->time_ms;
     }
+    // The finalists' re-timing, measured together, is the winner's number.
+    for (const auto& f : t.finalists)
+      if (f.is_object() && f.value("winner", false) && f.value("node", -1) == best->id) {
+        for (const char* k : {"time_ms", "speedup_vs_eager", "speedup_vs_compile"})
+          if (f.contains(k) && f[k].is_number()) provenance[k] = f[k];
+        provenance["timed"] = "re-timed among the finalists in one worker";
+      }
     ExportRequest r;
     r.task_path = t.path;
     if (std::filesystem::exists(t.path)) r.task_source = ReadTextFile(t.path);
-    r.candidate.kind = best->kind == NodeKind::kCuda ? CandidateKind::kCuda : CandidateKind::kHybrid;
+    r.candidate.kind =
+        best->kind == NodeKind::kCuda ? CandidateKind::kCuda : CandidateKind::kHybrid;
     r.candidate.source = best->source;
     r.candidate.name = best->name;
     r.name = t.name + "_best";
+    std::optional<double> x;
+    if (provenance.contains("speedup_vs_eager")) x = provenance["speedup_vs_eager"].get<double>();
+    if (store_rules::KeepsReference(x)) {
+      // Never worse than the reference: the task's own Model goes out.
+      if (r.task_source.empty())
+        throw Error("task " + t.name + " keeps its reference, but its file " + t.path +
+                    " is gone: restore it to export the reference.");
+      std::string why =
+          fmt::format("nothing kopt verified beat eager PyTorch (the best, {}, ran at {:.2f}x)",
+                      best->name, *x);
+      r.candidate.kind = CandidateKind::kHybrid;
+      r.candidate.source = ReferenceModelNewSource(r.task_source, why);
+      r.candidate.name = t.name + " (reference)";
+      r.name = t.name + "_reference";
+      provenance = Json{{"task", t.name},
+                        {"run", run->id},
+                        {"kept", why},
+                        {"device", run->device.value("name", "")}};
+      fmt::print("{}: {}; exporting the reference unchanged\n", t.name, why);
+    }
     r.arch = DefaultArch(a.arch.empty() ? run->options.value("arch", "") : a.arch);
     BuilderOptions builder;
     builder.arch = r.arch;
@@ -118,12 +154,15 @@ int ExportRun(const ExportArgs& a) {
     r.provenance = provenance;
     for (const auto& s : t.bundle.inputs) r.inputs.push_back(s);
     for (const auto& s : t.bundle.outputs) r.outputs.push_back(s);
-    r.out_dir = (a.out.empty() ? std::filesystem::path("kopt-export") / run->id : std::filesystem::path(a.out)) / t.name;
+    r.out_dir = (a.out.empty() ? std::filesystem::path("kopt-export") / run->id
+                               : std::filesystem::path(a.out)) /
+                t.name;
     PrintFiles(ExportCandidate(r));
     ++exported;
   }
-  if (exported == 0) throw Error("run " + run->id + " has no verified candidate to export" +
-                                 (a.task.empty() ? "" : " for task " + a.task) + ": see kopt show " + run->id + ".");
+  if (exported == 0)
+    throw Error("run " + run->id + " has no verified candidate to export" +
+                (a.task.empty() ? "" : " for task " + a.task) + ": see kopt show " + run->id + ".");
   return 0;
 }
 
@@ -174,10 +213,13 @@ void AddExportCommand(CLI::App* app, int* exit_code) {
                                       "Write a candidate as files to drop into your code: a .cu "
                                       "with its ABI header and a KernelBench "
                                       "ModelNew file that needs no kopt");
-  cmd->add_option("run", args->run, "A run made by kopt optimize: its best candidate of each task (see kopt runs)");
+  cmd->add_option("run", args->run,
+                  "A run made by kopt optimize: its best candidate of each task (see kopt runs)");
   cmd->add_option("--task", args->task,
-                  "KernelBench-format task file (.py) the candidate implements; with RUN, only this task's name");
-  cmd->add_option("--store", args->store, "The run store (default: $KOPT_RUNS, else <cache>/runs.db)");
+                  "KernelBench-format task file (.py) the candidate implements; with RUN, only "
+                  "this task's name");
+  cmd->add_option("--store", args->store,
+                  "The run store (default: $KOPT_RUNS, else <cache>/runs.db)");
   cmd->add_option("--cache", args->cache, "kopt's cache folder (default: ~/.cache/kopt)");
   cmd->add_option("--candidate", args->candidate,
                   "The candidate: a .cu implementing include/kopt/abi.h, or a ModelNew .py");

@@ -173,6 +173,7 @@ void PrintResult(const LoopResult& r, const fs::path& store_path) {
         if (task.bundle && task.bundle->floor_ms > 0)
           floor = FormatPercent(task.bundle->floor_ms / m->time_ms.median);
       }
+    if (task.reference_kept) name = "reference kept (best: " + name + ")";
     if (task.status == TaskStatus::kFailed) name = task.error.substr(0, 60);
     t.AddRow({task.name, TaskStatusName(task.status), name, ms, eager, compile,
               std::to_string(task.measured), std::to_string(task.failed), floor});
@@ -211,7 +212,7 @@ Json ResultJson(const LoopResult& r) {
            {"nodes", t.nodes},         {"measured", t.measured},
            {"failed", t.failed},       {"abandoned", t.abandoned},
            {"finalists", t.finalists}, {"notes", t.notes},
-           {"profiled", t.profiled},   {"best_diagnoses", ToJson(t.best_diagnoses)}};
+           {"profiled", t.profiled},   {"reference_kept", t.reference_kept},   {"best_diagnoses", ToJson(t.best_diagnoses)}};
     if (t.best_proposal) j["best_candidate"] = t.best_proposal->candidate.name;
     if (t.best) j["best"] = ToJson(*t.best);
     if (t.bundle) {

@@ -467,6 +467,33 @@ class ReadingProposer : public Proposer {
   std::vector<std::pair<std::string, std::string>>* seen_;
 };
 
+// Never worse than the reference: when no candidate beats eager, the task
+// says the reference is kept (kopt export then writes it).
+TEST(Loop, AWinnerSlowerThanEagerKeepsTheReference) {
+  fs::path dir = testing::ScratchDir("loop-keep-reference");
+  ReplayData d = KernelReplay("synthetic");
+  d.bundles["synthetic"].eager_ms = Summarize({0.45, 0.45, 0.45});  // faster than every config
+  for (auto& [hash, rec] : d.records)
+    if (auto* m = std::get_if<Measured>(&rec.outcome)) m->eager_ms = Summarize({0.45, 0.45, 0.45});
+  auto runner = MakeReplayRunner(d);
+  auto store = MakeMemoryRunStore();
+  Tuner tuner(runner.get(), store.get(), TuneOptions(dir, "candidates=6"));
+  LoopResult r = tuner.Run({KernelTask(dir)});
+  const TaskResult& t = r.tasks[0];
+  ASSERT_TRUE(t.best);
+  EXPECT_TRUE(t.reference_kept);
+  bool said = false;
+  for (const auto& n : t.notes)
+    said |= n.find("nothing verified beat eager PyTorch: the best, ") != std::string::npos &&
+            n.find("the reference is kept") != std::string::npos;
+  EXPECT_TRUE(said);
+  // A winner that beats eager stands.
+  fs::path dir2 = testing::ScratchDir("loop-keep-winner");
+  auto runner2 = MakeReplayRunner(KernelReplay("synthetic"));
+  Tuner tuner2(runner2.get(), store.get(), TuneOptions(dir2, "candidates=6"));
+  EXPECT_FALSE(tuner2.Run({KernelTask(dir2)}).tasks[0].reference_kept);
+}
+
 TEST(LoopProfile, TheWinnerIsProfiledOnceAndItsDiagnosesStored) {
   fs::path dir = testing::ScratchDir("loop-profile-winner");
   auto store = MakeMemoryRunStore();

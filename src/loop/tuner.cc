@@ -354,6 +354,12 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
     }
     for (const auto& o : store_->ListOutcomes(run_id, index))
       (o.verdict == "measured" ? res.measured : res.failed)++;
+    std::optional<double> x = store_rules::FinalistWinnerSpeedup(existing->finalists);
+    if (!x && res.best)
+      if (const auto* m = std::get_if<Measured>(&res.best->outcome))
+        x = SpeedupVsEager(*m, existing->bundle);
+    res.reference_kept = res.best_proposal && !res.best_proposal->candidate.source.empty() &&
+                         store_rules::KeepsReference(x);
     return res;
   }
 
@@ -842,6 +848,17 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
     // budget, like the finalists: finishing work, counted in what was spent).
     if (!stop_ && options_.profile != ProfileMode::kNone) profile_node(best);
     res.best_diagnoses = nodes[best].diagnoses;
+    if (res.best && !nodes[best].virtual_root)
+      if (const auto* m = std::get_if<Measured>(&res.best->outcome)) {
+        std::optional<double> x = SpeedupVsEager(*m, bundle);
+        if (store_rules::KeepsReference(x)) {
+          res.reference_kept = true;
+          res.notes.push_back(fmt::format(
+              "nothing verified beat eager PyTorch: the best, {}, ran at {:.2f}x; the reference is "
+              "kept, and kopt export writes it unchanged",
+              nodes[best].proposal.candidate.name, *x));
+        }
+      }
   }
   res.nodes = static_cast<int>(nodes.size());
   res.status = end;

@@ -127,7 +127,10 @@ struct TaskResult {
   std::vector<std::string> notes;
   Json finalists =
       Json::array();  ///< {node, name, time_ms, energy_mj, speedup_vs_eager} re-timed together
-  int profiled = 0;   ///< nodes profiled and diagnosed
+  /// Nothing verified beat eager PyTorch (store_rules::KeepsReference): the
+  /// reference stays, and the best candidate is only reported.
+  bool reference_kept = false;
+  int profiled = 0;                       ///< nodes profiled and diagnosed
   std::vector<Diagnosis> best_diagnoses;  ///< the winner's, when it was profiled
 };
 

@@ -598,4 +598,14 @@ ExportedFiles ExportCandidate(const ExportRequest& r) {
   return files;
 }
 
+std::string ReferenceModelNewSource(const std::string& task_source, const std::string& why) {
+  std::string s = task_source;
+  if (!s.empty() && s.back() != '\n') s += '\n';
+  std::string note;
+  for (char c : why) note += c == '\n' ? ' ' : c;
+  s += "\n\n# kopt: the reference, kept: " + note + "\n";
+  s += "class ModelNew(Model):\n    \"\"\"The task's own Model, unchanged.\"\"\"\n";
+  return s;
+}
+
 }  // namespace kopt

@@ -52,6 +52,12 @@ std::vector<std::string> ExportRecipe(const BuilderOptions& options, const Candi
 /// cannot replace, or the folder cannot be written.
 ExportedFiles ExportCandidate(const ExportRequest& request);
 
+/// A hybrid candidate that is the task's own Model: the task's source, then
+/// `class ModelNew(Model)` changing nothing (same constructor, so the same
+/// parameters in the same order). What `kopt export RUN` writes for a task
+/// whose winner did not beat eager (store_rules::KeepsReference).
+std::string ReferenceModelNewSource(const std::string& task_source, const std::string& why);
+
 /// `text` as a Python string literal that evaluates to exactly `text`: a raw
 /// triple-quoted string when that is exact, an escaped one otherwise.
 std::string PythonStringLiteral(const std::string& text);

@@ -118,4 +118,8 @@ std::optional<double> FinalistWinnerSpeedup(const Json& finalists) {
   return std::nullopt;
 }
 
+bool KeepsReference(std::optional<double> winner_speedup_vs_eager) {
+  return winner_speedup_vs_eager && *winner_speedup_vs_eager <= 1.0;
+}
+
 }  // namespace kopt::store_rules

@@ -53,6 +53,12 @@ Json AsStored(const Json& j);
 /// if they name a winner that has one.
 std::optional<double> FinalistWinnerSpeedup(const Json& finalists);
 
+/// Never worse than the reference: a task whose winner does not beat eager
+/// PyTorch (its speedup, re-timed among the finalists where they ran, at or
+/// below 1) keeps the reference, and `kopt export` writes the task's own
+/// Model as ModelNew. Unknown speedup (no eager baseline): the winner stands.
+bool KeepsReference(std::optional<double> winner_speedup_vs_eager);
+
 /// SQLite stores a NaN as NULL; both stores do the same.
 std::optional<double> FiniteOrNone(std::optional<double> v);
 
