@@ -196,11 +196,11 @@ void PrintResult(const LoopResult& r, const fs::path& store_path) {
   for (const auto& task : r.tasks) {
     std::vector<Diagnosis> ds = task.best_diagnoses;
     std::stable_sort(ds.begin(), ds.end(), [](const Diagnosis& x, const Diagnosis& y) {
-      return x.estimated_gain > y.estimated_gain;
+      return x.CallGain() > y.CallGain();
     });
     for (size_t i = 0; i < ds.size() && i < 2; ++i)
       fmt::print("diagnosis  {}: {} ({}, up to {:.0f}% of the time): {}\n", task.name, ds[i].tool,
-                 ds[i].severity, 100 * ds[i].estimated_gain, ds[i].advice);
+                 ds[i].severity, 100 * ds[i].CallGain(), ds[i].advice);
   }
 }
 

@@ -72,19 +72,22 @@ void Print(const ProfileData& d, const DiagnosisReport& r) {
     std::string where;
     const Diagnosis* d;
   };
+  // Ranked by what each could save of the whole call.
+  std::vector<Diagnosis> ranked = RankedDiagnoses(r);
   std::vector<Item> items;
-  for (const auto& d2 : r.call_diagnoses) items.push_back({"whole call", &d2});
-  for (const auto& k : r.kernels)
-    for (const auto& d2 : k.diagnoses)
-      items.push_back({k.kernel.substr(0, k.kernel.find('(')), &d2});
-  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
-    return a.d->estimated_gain > b.d->estimated_gain;
-  });
-  fmt::print("\ndiagnoses, most valuable first\n");
+  for (const auto& d2 : ranked)
+    items.push_back(
+        {d2.kernel == "(call)" ? "whole call" : d2.kernel.substr(0, d2.kernel.find('(')), &d2});
+  fmt::print("\ndiagnoses, most valuable first (by the share of the whole call each could save)\n");
   if (items.empty()) fmt::print("  none: no tool found a flaw worth reporting\n");
   for (const auto& it : items) {
-    fmt::print("  [{}] {} on {} — estimated gain {:.0f}%\n", it.d->severity, it.d->tool, it.where,
-               100 * it.d->estimated_gain);
+    if (it.d->kernel == "(call)")
+      fmt::print("  [{}] {} on the whole call — estimated gain {:.0f}% of the call\n",
+                 it.d->severity, it.d->tool, 100 * it.d->CallGain());
+    else
+      fmt::print("  [{}] {} on {} — estimated gain {:.0f}% of the call ({:.0f}% of this kernel)\n",
+                 it.d->severity, it.d->tool, it.where, 100 * it.d->CallGain(),
+                 100 * it.d->estimated_gain);
     fmt::print("      {}\n", it.d->advice);
     fmt::print("      evidence: {}\n", Evidence(*it.d));
     if (!it.d->suggested_moves.empty()) {

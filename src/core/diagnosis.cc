@@ -1,5 +1,7 @@
 #include "core/diagnosis.h"
 
+#include <algorithm>
+
 namespace kopt {
 namespace {
 
@@ -16,12 +18,21 @@ void AppendFindings(const Json& list, std::vector<Diagnosis>* out) {
 }  // namespace
 
 Json ToJson(const Diagnosis& d) {
-  return Json{{"tool", d.tool},
-              {"severity", d.severity},
-              {"estimated_gain", d.estimated_gain},
-              {"evidence", ToJson(d.evidence)},
-              {"advice", d.advice},
-              {"suggested_moves", d.suggested_moves}};
+  Json j{{"tool", d.tool},
+         {"severity", d.severity},
+         {"estimated_gain", d.estimated_gain},
+         {"evidence", ToJson(d.evidence)},
+         {"advice", d.advice},
+         {"suggested_moves", d.suggested_moves}};
+  if (!d.kernel.empty()) j["kernel"] = d.kernel;
+  if (d.call_gain) j["call_gain"] = *d.call_gain;
+  return j;
+}
+
+void SortByCallGain(std::vector<Diagnosis>* ds) {
+  std::stable_sort(ds->begin(), ds->end(), [](const Diagnosis& a, const Diagnosis& b) {
+    return a.CallGain() > b.CallGain();
+  });
 }
 
 Json ToJson(const std::vector<Diagnosis>& ds) {
@@ -38,6 +49,9 @@ Diagnosis DiagnosisFromJson(const Json& j) {
   d.estimated_gain = NumberOr(j, "estimated_gain", 0);
   if (j.contains("evidence")) d.evidence = MetricsFromJson(j["evidence"]);
   d.advice = StringOr(j, "advice");
+  d.kernel = StringOr(j, "kernel");
+  if (j.contains("call_gain") && j["call_gain"].is_number())
+    d.call_gain = j["call_gain"].get<double>();
   if (j.contains("suggested_moves") && j["suggested_moves"].is_array())
     for (const auto& m : j["suggested_moves"])
       if (m.is_string()) d.suggested_moves.push_back(m.get<std::string>());

@@ -48,7 +48,8 @@ DiagnosisReport DiagnoseProfile(const NcuReport& ncu, const StaticReport& static
     for (const NcuKernel* k : launches[name]) total_ns += MetricOr(k->metrics, metric::kDuration);
     Metrics merged;
     for (const NcuKernel* k : launches[name]) {
-      double w = total_ns > 0 ? MetricOr(k->metrics, metric::kDuration) / total_ns : 1.0 / f.launches;
+      double w =
+          total_ns > 0 ? MetricOr(k->metrics, metric::kDuration) / total_ns : 1.0 / f.launches;
       AccumulateMetrics(&merged, k->metrics, w);
     }
     f.mean_ms = total_ns / 1e6 / f.launches;
@@ -71,7 +72,8 @@ DiagnosisReport DiagnoseProfile(const NcuReport& ncu, const StaticReport& static
     rin.dram_bytes = MetricOr(merged, metric::kDramBytes) / f.launches;
     rin.metrics = merged;
     if (sole) {
-      for (const auto& [precision, flops] : ctx.flops_by_precision) rin.flops[precision] = flops * share;
+      for (const auto& [precision, flops] : ctx.flops_by_precision)
+        rin.flops[precision] = flops * share;
       rin.min_bytes = ctx.min_bytes * share;
     }
     f.roofline = ClassifyRoofline(rin, roofline);
@@ -106,10 +108,12 @@ DiagnosisReport DiagnoseProfile(const NcuReport& ncu, const StaticReport& static
   // max_launches); the timeline counted them all. The unseen launches are
   // taken to move bytes at the rate of the seen ones.
   if (ctx.launches > launches_per_call && ctx.kernel_ms > 0) {
-    if (kernel_ms_per_call > 0) dram_bytes_per_call *= std::max(1.0, ctx.kernel_ms / kernel_ms_per_call);
-    report.notes.push_back(fmt::format(
-        "ncu profiled {} of the call's {:.0f} kernel launches; the call's figures count all of them (timeline)",
-        launches_per_call, ctx.launches));
+    if (kernel_ms_per_call > 0)
+      dram_bytes_per_call *= std::max(1.0, ctx.kernel_ms / kernel_ms_per_call);
+    report.notes.push_back(
+        fmt::format("ncu profiled {} of the call's {:.0f} kernel launches; the call's figures "
+                    "count all of them (timeline)",
+                    launches_per_call, ctx.launches));
     launches_per_call = static_cast<int>(std::lround(ctx.launches));
     kernel_ms_per_call = std::max(kernel_ms_per_call, ctx.kernel_ms);
   }
@@ -140,7 +144,34 @@ DiagnosisReport DiagnoseProfile(const NcuReport& ncu, const StaticReport& static
   in.copies = ctx.copies;
   in.syncs = ctx.syncs;
   report.call_diagnoses = RunTools(registry, in);
+
+  // What each finding could save of the whole call: a kernel's gain times its
+  // share of the call's time. Severity follows that, so a large gain on a
+  // kernel that takes 0.2% of the call is not critical.
+  for (auto& d : report.call_diagnoses) {
+    d.kernel = "(call)";
+    d.call_gain = std::clamp(d.estimated_gain, 0.0, 1.0);
+  }
+  const double call_ms = std::max(call.time_ms, kernel_ms_per_call);
+  for (auto& k : report.kernels) {
+    double share =
+        call_ms > 0 ? std::clamp(k.mean_ms * k.launches / calls / call_ms, 0.0, 1.0) : 1.0;
+    for (auto& d : k.diagnoses) {
+      d.kernel = k.kernel;
+      d.call_gain = std::clamp(d.estimated_gain, 0.0, 1.0) * share;
+      d.severity = thresholds.Severity(*d.call_gain);
+    }
+    SortByCallGain(&k.diagnoses);
+  }
   return report;
+}
+
+std::vector<Diagnosis> RankedDiagnoses(const DiagnosisReport& report) {
+  std::vector<Diagnosis> all = report.call_diagnoses;
+  for (const auto& k : report.kernels)
+    all.insert(all.end(), k.diagnoses.begin(), k.diagnoses.end());
+  SortByCallGain(&all);
+  return all;
 }
 
 Json ToJson(const DiagnosisReport& report) {
@@ -148,13 +179,18 @@ Json ToJson(const DiagnosisReport& report) {
   for (const auto& k : report.kernels) {
     Json ds = Json::array();
     for (const auto& d : k.diagnoses) ds.push_back(ToJson(d));
-    kernels.push_back(Json{{"kernel", k.kernel}, {"launches", k.launches}, {"mean_ms", k.mean_ms},
-                           {"roofline", ToJson(k.roofline)}, {"diagnoses", ds}});
+    kernels.push_back(Json{{"kernel", k.kernel},
+                           {"launches", k.launches},
+                           {"mean_ms", k.mean_ms},
+                           {"roofline", ToJson(k.roofline)},
+                           {"diagnoses", ds}});
   }
   Json call = Json::array();
   for (const auto& d : report.call_diagnoses) call.push_back(ToJson(d));
-  return Json{{"call", ToJson(report.call)}, {"call_diagnoses", call},
-              {"kernels", kernels}, {"notes", report.notes}};
+  return Json{{"call", ToJson(report.call)},
+              {"call_diagnoses", call},
+              {"kernels", kernels},
+              {"notes", report.notes}};
 }
 
 }  // namespace kopt

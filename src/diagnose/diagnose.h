@@ -18,34 +18,34 @@ namespace kopt {
 struct ProfileContext {
   DeviceInfo device;
   Ceilings ceilings;
-  int calls_profiled = 1;     ///< forward calls the ncu report covers
-  double time_ms = 0;         ///< measured per call (CUDA events); 0: unknown
-  double host_ms = 0;         ///< host clock per call; 0: unknown
-  double min_bytes = 0;       ///< TaskBundle::min_bytes
-  double flops = 0;           ///< TaskBundle::flops
-  double matrix_flops = 0;    ///< TaskBundle::matrix_flops
+  int calls_profiled = 1;   ///< forward calls the ncu report covers
+  double time_ms = 0;       ///< measured per call (CUDA events); 0: unknown
+  double host_ms = 0;       ///< host clock per call; 0: unknown
+  double min_bytes = 0;     ///< TaskBundle::min_bytes
+  double flops = 0;         ///< TaskBundle::flops
+  double matrix_flops = 0;  ///< TaskBundle::matrix_flops
   std::map<std::string, double> flops_by_precision;  ///< for the call's floor
   // From the timeline tier (PyTorch profiler), per call; negative: not run.
-  double gap_ms = -1;         ///< GPU idle between the call's first and last kernel
-  double copies = -1;         ///< memcpy operations
-  double syncs = -1;          ///< host synchronisations (stream/device sync, blocking copies)
-  double launches = -1;       ///< kernel launches
-  double kernel_ms = -1;      ///< summed kernel time
+  double gap_ms = -1;     ///< GPU idle between the call's first and last kernel
+  double copies = -1;     ///< memcpy operations
+  double syncs = -1;      ///< host synchronisations (stream/device sync, blocking copies)
+  double launches = -1;   ///< kernel launches
+  double kernel_ms = -1;  ///< summed kernel time
 };
 
 struct KernelFindings {
-  std::string kernel;            ///< as ncu names it
-  int launches = 0;              ///< in the report
-  double mean_ms = 0;            ///< per launch
+  std::string kernel;  ///< as ncu names it
+  int launches = 0;    ///< in the report
+  double mean_ms = 0;  ///< per launch
   RooflineResult roofline;
   std::vector<Diagnosis> diagnoses;  ///< largest estimated gain first
 };
 
 struct DiagnosisReport {
-  RooflineResult call;                  ///< the whole call
+  RooflineResult call;                    ///< the whole call
   std::vector<Diagnosis> call_diagnoses;  ///< launch and host findings
-  std::vector<KernelFindings> kernels;  ///< by total time, largest first
-  std::vector<std::string> notes;       ///< what was missing
+  std::vector<KernelFindings> kernels;    ///< by total time, largest first
+  std::vector<std::string> notes;         ///< what was missing
 };
 
 /// True when an ncu kernel name and a static kernel are the same function
@@ -60,5 +60,9 @@ DiagnosisReport DiagnoseProfile(const NcuReport& ncu, const StaticReport& static
                                 const Thresholds& thresholds, const RooflineThresholds& roofline);
 
 Json ToJson(const DiagnosisReport& report);
+
+/// Every finding of the report, call-level and per kernel, largest share of
+/// the whole call first (Diagnosis::call_gain).
+std::vector<Diagnosis> RankedDiagnoses(const DiagnosisReport& report);
 
 }  // namespace kopt

@@ -1,5 +1,5 @@
-#include <cstdio>
 #include <gtest/gtest.h>
+#include <cstdio>
 
 #include "core/json.h"
 #include "diagnose/diagnose.h"
@@ -43,7 +43,8 @@ TEST(SameKernel, MatchesMangledDemangledAndBaseNames) {
 TEST(DiagnoseProfile, FixturesEndToEnd) {
   fs::path root = testing::SourceDir();
   NcuReport ncu = ParseNcuCsv(ReadTextFile(root / "tests/data/ncu/h200_raw_page.csv"));
-  StaticReport sr = MergeStatic({}, ParseSass(ReadTextFile(root / "tests/data/sass/kernels_sm90.sass")));
+  StaticReport sr =
+      MergeStatic({}, ParseSass(ReadTextFile(root / "tests/data/sass/kernels_sm90.sass")));
   ProfileContext ctx;
   ctx.device.sm_count = 132;
   ctx.ceilings.bandwidth_bytes_per_s = 4.0e12;
@@ -54,7 +55,8 @@ TEST(DiagnoseProfile, FixturesEndToEnd) {
   for (const auto& k : r.kernels) {
     std::string tools;
     for (const auto& d : k.diagnoses) tools += " " + d.tool + "(" + d.severity + ")";
-    std::printf("%-60.60s %-16s%s\n", k.kernel.c_str(), BoundClassName(k.roofline.bound).c_str(), tools.c_str());
+    std::printf("%-60.60s %-16s%s\n", k.kernel.c_str(), BoundClassName(k.roofline.bound).c_str(),
+                tools.c_str());
   }
   ASSERT_EQ(r.kernels.size(), 9u);  // copy_scalar's two launches are one kernel
   EXPECT_EQ(r.kernels[0].kernel.substr(0, 14), "register_spill");  // the most time first
@@ -87,7 +89,7 @@ TEST(DiagnoseProfile, FixturesEndToEnd) {
   EXPECT_EQ(wmma->roofline.bound, BoundClass::kSmallGrid);
   EXPECT_TRUE(Has(wmma->diagnoses, "small_grid_tail"));
 
-  EXPECT_EQ(copy->roofline.bound, BoundClass::kMemoryDram);  // DRAM 75%, L2 90%: DRAM's traffic
+  EXPECT_EQ(copy->roofline.bound, BoundClass::kMemoryDram);     // DRAM 75%, L2 90%: DRAM's traffic
   EXPECT_EQ(transpose->roofline.bound, BoundClass::kMemoryL2);  // DRAM 10%, L2 84%
   EXPECT_EQ(column->roofline.bound, BoundClass::kMemoryL1Shared);
   for (const auto& k : r.kernels) {  // streaming stalls are the roof, not a finding
@@ -100,10 +102,58 @@ TEST(DiagnoseProfile, FixturesEndToEnd) {
   EXPECT_EQ(j["kernels"].size(), 9u);
 }
 
+// Findings are ranked by what they could save of the whole call: a kernel's
+// gain times its share of the call's time, and severity follows that (the
+// nine fixture kernels as one call, each a fraction of it).
+TEST(DiagnoseProfile, GainsAreSharesOfTheWholeCall) {
+  fs::path root = testing::SourceDir();
+  NcuReport ncu = ParseNcuCsv(ReadTextFile(root / "tests/data/ncu/h200_raw_page.csv"));
+  StaticReport sr =
+      MergeStatic({}, ParseSass(ReadTextFile(root / "tests/data/sass/kernels_sm90.sass")));
+  ProfileContext ctx;
+  ctx.device.sm_count = 132;
+  ctx.ceilings.bandwidth_bytes_per_s = 4.0e12;
+  ctx.ceilings.fp32_flops_per_s = 60e12;
+  Thresholds t = LoadThresholds(root / "data/diagnose/thresholds.json");
+  RooflineThresholds rt = LoadRooflineThresholds(root / "data/diagnose/roofline.json");
+  DiagnosisReport r = DiagnoseProfile(ncu, sr, ctx, BuiltinTools(), t, rt);
+  double total_ms = 0;
+  for (const auto& k : r.kernels) total_ms += k.mean_ms * k.launches;
+  int checked = 0;
+  for (const auto& k : r.kernels) {
+    double share = k.mean_ms * k.launches / total_ms;
+    for (const auto& d : k.diagnoses) {
+      EXPECT_EQ(d.kernel, k.kernel);
+      ASSERT_TRUE(d.call_gain) << d.tool;
+      EXPECT_NEAR(*d.call_gain, d.estimated_gain * share, 1e-9) << d.tool << " on " << k.kernel;
+      EXPECT_EQ(d.severity, t.Severity(*d.call_gain)) << d.tool;
+      ++checked;
+    }
+  }
+  ASSERT_GT(checked, 3);
+  std::vector<Diagnosis> ranked = RankedDiagnoses(r);
+  ASSERT_EQ(static_cast<int>(ranked.size()), checked + static_cast<int>(r.call_diagnoses.size()));
+  for (size_t i = 1; i < ranked.size(); ++i)
+    EXPECT_GE(ranked[i - 1].CallGain(), ranked[i].CallGain());
+  // A kernel's large gain on a small share of the call is not critical.
+  const KernelFindings* small = nullptr;
+  for (const auto& k : r.kernels)
+    if (k.mean_ms * k.launches / total_ms < 0.05 && !k.diagnoses.empty()) small = &k;
+  ASSERT_NE(small, nullptr);
+  for (const auto& d : small->diagnoses) EXPECT_NE(d.severity, "critical") << d.tool;
+  // The JSON carries both numbers, and reads back.
+  Diagnosis back = DiagnosisFromJson(ToJson(ranked.front()));
+  EXPECT_EQ(back.kernel, ranked.front().kernel);
+  ASSERT_TRUE(back.call_gain);
+  EXPECT_DOUBLE_EQ(*back.call_gain, *ranked.front().call_gain);
+}
+
 TEST(Tiers, EveryMetricIsOneKoptAsksForAndTier2AddsOnlyNewOnes) {
   TierMetrics t = LoadTierMetrics(testing::SourceDir() / "data/diagnose/tiers.json");
   const auto& known = KoptNcuMetrics();
-  auto is_known = [&](const std::string& m) { return std::find(known.begin(), known.end(), m) != known.end(); };
+  auto is_known = [&](const std::string& m) {
+    return std::find(known.begin(), known.end(), m) != known.end();
+  };
   for (const auto& m : t.tier1) EXPECT_TRUE(is_known(m)) << m;
   for (const auto& [cls, list] : t.tier2)
     for (const auto& m : list) EXPECT_TRUE(is_known(m)) << cls << ": " << m;
@@ -114,9 +164,10 @@ TEST(Tiers, EveryMetricIsOneKoptAsksForAndTier2AddsOnlyNewOnes) {
     EXPECT_EQ(std::count(t.tier1.begin(), t.tier1.end(), m), 0) << m;
   }
   // Tier 1 plus every class's tier 2 covers all that the tools read.
-  std::set<BoundClass> all = {BoundClass::kMemoryDram, BoundClass::kMemoryL2, BoundClass::kMemoryL1Shared,
-                              BoundClass::kComputeFp32, BoundClass::kComputeTensor, BoundClass::kLatency,
-                              BoundClass::kSmallGrid, BoundClass::kLaunchHost};
+  std::set<BoundClass> all = {BoundClass::kMemoryDram,     BoundClass::kMemoryL2,
+                              BoundClass::kMemoryL1Shared, BoundClass::kComputeFp32,
+                              BoundClass::kComputeTensor,  BoundClass::kLatency,
+                              BoundClass::kSmallGrid,      BoundClass::kLaunchHost};
   std::vector<std::string> every = Tier2Metrics(t, all);
   every.insert(every.end(), t.tier1.begin(), t.tier1.end());
   for (const auto& m : known) EXPECT_EQ(std::count(every.begin(), every.end(), m), 1) << m;
@@ -129,17 +180,19 @@ TEST(Tiers, MergeMatchesLaunchesByNameAndOrder) {
   for (auto& k : base.kernels) k.metrics = {{metric::kDuration, k.metrics.at(metric::kDuration)}};
   for (auto& k : extra.kernels) k.metrics.erase(metric::kDuration);
   // Other kernels' order must not matter (copy_scalar's two launches keep theirs).
-  std::stable_partition(extra.kernels.begin(), extra.kernels.end(),
-                        [](const NcuKernel& k) { return k.name.find("copy_float4") == std::string::npos; });
+  std::stable_partition(extra.kernels.begin(), extra.kernels.end(), [](const NcuKernel& k) {
+    return k.name.find("copy_float4") == std::string::npos;
+  });
   MergeNcuReports(&base, extra);
   ASSERT_EQ(base.kernels.size(), full.kernels.size());
-  for (size_t i = 0; i < full.kernels.size(); ++i) EXPECT_EQ(base.kernels[i].metrics, full.kernels[i].metrics) << i;
+  for (size_t i = 0; i < full.kernels.size(); ++i)
+    EXPECT_EQ(base.kernels[i].metrics, full.kernels[i].metrics) << i;
 }
 
 TEST(DiagnoseProfile, NoProfileIsANote) {
   Thresholds t = LoadThresholds(testing::SourceDir() / "data/diagnose/thresholds.json");
-  DiagnosisReport r = DiagnoseProfile(ParseNcuCsv(""), StaticReport{}, ProfileContext{}, BuiltinTools(),
-                                      t, RooflineThresholds{});
+  DiagnosisReport r = DiagnoseProfile(ParseNcuCsv(""), StaticReport{}, ProfileContext{},
+                                      BuiltinTools(), t, RooflineThresholds{});
   EXPECT_TRUE(r.kernels.empty());
   ASSERT_FALSE(r.notes.empty());
   EXPECT_TRUE(r.call_diagnoses.empty());

@@ -71,11 +71,7 @@ NodeProfile StoredProfileOf(const ProfileData& data, const DiagnosisReport& repo
                    {"notes", data.notes}};
   if (data.timeline.is_object()) p.profile["timeline"] = data.timeline;
   p.gpu_s = seconds;
-  // Call-level findings first, then each kernel's (the report orders kernels
-  // by their share of the call, and each kernel's findings by gain).
-  for (const auto& d : report.call_diagnoses) p.diagnoses.push_back(d);
-  for (const auto& k : report.kernels)
-    for (const auto& d : k.diagnoses) p.diagnoses.push_back(d);
+  p.diagnoses = RankedDiagnoses(report);  // largest share of the whole call first
   return p;
 }
 

@@ -36,7 +36,7 @@ struct NodeProfile {
   std::string error;  ///< one sentence when !ok
   Json profile =
       Json::object();  ///< tiers, their seconds, the call's context, the diagnosis report
-  std::vector<Diagnosis> diagnoses;  ///< call-level first, then each kernel's, largest gain first
+  std::vector<Diagnosis> diagnoses;  ///< largest share of the whole call first (RankedDiagnoses)
   double gpu_s = 0;                  ///< wall seconds the profiler held the GPU
 };
 

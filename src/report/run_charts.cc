@@ -88,7 +88,7 @@ std::string NodeTitle(const TaskView& task, const NodeView& n, bool best) {
     s += "\ndiagnoses:";
     for (const auto& d : n.diagnoses) {
       s += "\n  " + d.tool + " (" + d.severity;
-      s += fmt::format(", estimated gain {:.0f}%", 100 * d.estimated_gain);
+      s += fmt::format(", estimated gain {:.0f}% of the call", 100 * d.CallGain());
       s += ")";
     }
   }

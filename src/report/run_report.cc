@@ -115,7 +115,10 @@ std::string DiagnosisHtml(const Diagnosis& d) {
   std::string s = "<div class=\"diag\">";
   s += fmt::format("<span class=\"sev sev-{}\">{}</span> <b>{}</b>", H(d.severity), H(d.severity),
                    H(d.tool));
-  s += H(fmt::format(", estimated gain {:.0f}% of the time", 100 * d.estimated_gain));
+  s += H(fmt::format(", estimated gain {:.0f}% of the call", 100 * d.CallGain()));
+  if (d.call_gain && !d.kernel.empty() && d.kernel != "(call)")
+    s += H(fmt::format(" ({:.0f}% of kernel {})", 100 * d.estimated_gain,
+                       d.kernel.substr(0, d.kernel.find('('))));
   if (!d.advice.empty()) s += "<p>" + H(d.advice) + "</p>";
   if (!d.evidence.empty()) {
     std::string items;
@@ -346,7 +349,7 @@ std::string NodesSection(const TaskView& t, int i) {
     if (n.verdict == "measured" && !n.diagnoses.empty()) {
       const Diagnosis& d = n.diagnoses.front();
       why = "top diagnosis: " + d.tool;
-      why += fmt::format(" (estimated gain {:.0f}%)", 100 * d.estimated_gain);
+      why += fmt::format(" (estimated gain {:.0f}% of the call)", 100 * d.CallGain());
       if (!n.reason.empty()) why += "; warning: " + n.reason;
     } else if (n.verdict == "measured" && !n.reason.empty()) {
       why = "warning: " + n.reason;

@@ -133,7 +133,7 @@ std::string ShowText(const RunView& v, int top) {
       const Diagnosis& d = n.diagnoses.front();  // ShownFindings: largest gain first
       std::string advice = d.advice.size() > 140 ? d.advice.substr(0, 137) + "..." : d.advice;
       s += fmt::format("  profiled #{}: {} finding(s); first {} ({}, up to {:.0f}%): {}\n",
-                       n.record.id, n.diagnoses.size(), d.tool, d.severity, 100 * d.estimated_gain,
+                       n.record.id, n.diagnoses.size(), d.tool, d.severity, 100 * d.CallGain(),
                        advice);
     }
     std::vector<const NodeView*> measured;

@@ -46,13 +46,11 @@ std::string MainReason(const Outcome& o) {
       o);
 }
 
-// A profile's findings as the reports show them: largest estimated gain
-// first, those without a tool's name left out.
+// A profile's findings as the reports show them: largest share of the
+// whole call first, those without a tool's name left out.
 std::vector<Diagnosis> ShownFindings(std::vector<Diagnosis> ds) {
   std::erase_if(ds, [](const Diagnosis& d) { return d.tool.empty(); });
-  std::stable_sort(ds.begin(), ds.end(), [](const Diagnosis& a, const Diagnosis& b) {
-    return a.estimated_gain > b.estimated_gain;
-  });
+  SortByCallGain(&ds);
   return ds;
 }
 
