@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -12,6 +14,91 @@ std::string BaseName(const std::string& name) {
   std::string s = name.substr(0, name.find('('));
   if (s.rfind("void ", 0) == 0) s = s.substr(5);
   return s;
+}
+
+// A call far from its floor always gets a finding: when no tool explains
+// the gap, what the main kernel's counters say (occupancy, the busiest unit,
+// the dominant stall) and the remedy that fits.
+std::optional<Diagnosis> FarFromFloor(const DiagnosisReport& r,
+                                      const std::map<std::string, Metrics>& metrics_of,
+                                      double calls, double call_ms, const Thresholds& t) {
+  const char* kTool = "far_from_floor";
+  if (r.call.floor_ms <= 0 || r.call.headroom < t.Get(kTool, "min_headroom") || r.kernels.empty())
+    return std::nullopt;
+  // Explained when the findings together could close enough of the gap, or
+  // one of them is worth a warning on its own.
+  const double gap = 1 - 1 / r.call.headroom;
+  double found = 0, largest = 0;
+  auto add = [&](const Diagnosis& d) {
+    found += d.CallGain();
+    largest = std::max(largest, d.CallGain());
+  };
+  for (const auto& d : r.call_diagnoses) add(d);
+  for (const auto& k : r.kernels)
+    for (const auto& d : k.diagnoses) add(d);
+  if (found >= t.Get(kTool, "explained_share_of_gap") * gap ||
+      largest >= t.Get("severity", "warning_gain"))
+    return std::nullopt;
+  const KernelFindings& main = r.kernels.front();  // the most time
+  auto it = metrics_of.find(main.kernel);
+  const Metrics empty;
+  const Metrics& m = it == metrics_of.end() ? empty : it->second;
+  Diagnosis d;
+  d.tool = kTool;
+  d.kernel = "(call)";
+  d.estimated_gain = t.Get(kTool, "gap_fraction") * (1 - 1 / r.call.headroom);
+  d.call_gain = d.estimated_gain;
+  d.severity = t.Severity(d.estimated_gain);
+  double share = call_ms > 0 ? std::min(1.0, main.mean_ms * main.launches / calls / call_ms) : 1.0;
+  d.evidence["headroom"] = r.call.headroom;
+  d.evidence["floor_ms"] = r.call.floor_ms;
+  d.evidence["main_kernel_share"] = share;
+  std::string name = main.kernel.substr(0, main.kernel.find('('));
+  std::string advice = fmt::format(
+      "The call takes {:.1f}x its floor and the analysis tools' findings explain little of it; its "
+      "main kernel {} "
+      "takes {:.0f}% of the call.",
+      r.call.headroom, name, 100 * share);
+  // The busiest unit and the occupancy.
+  std::string busiest;
+  double busiest_pct = -1;
+  for (const auto& [unit, pct] : main.roofline.utilization)
+    if (pct > busiest_pct) busiest = unit, busiest_pct = pct;
+  // A unit near its peak is a roof the roof tools speak about (the floor
+  // then counts less work than any kernel does), not an unexplained gap.
+  if (busiest_pct >= 100 * t.Get(kTool, "busy_unit")) return std::nullopt;
+  if (busiest_pct >= 0) {
+    d.evidence["busiest_unit_pct"] = busiest_pct;
+    advice +=
+        fmt::format(" Its busiest unit, {}, runs at {:.0f}% of its peak", busiest, busiest_pct);
+  }
+  if (auto occ = GetMetric(m, metric::kAchievedOccupancyPct)) {
+    d.evidence[metric::kAchievedOccupancyPct] = *occ;
+    advice += fmt::format("{} warps fill {:.0f}% of the slots", busiest_pct >= 0 ? ", and" : " Its",
+                          *occ);
+  }
+  if (busiest_pct >= 0 || GetMetric(m, metric::kAchievedOccupancyPct)) advice += ".";
+  // The dominant stall, where tier 2 collected them.
+  std::string top;
+  double top_cycles = 0;
+  for (const auto& reason : StallReasons()) {
+    double c = MetricOr(m, std::string(metric::kStallPrefix) + reason + metric::kStallSuffix);
+    if (c > top_cycles) top = reason, top_cycles = c;
+  }
+  if (!top.empty()) {
+    d.evidence[std::string(metric::kStallPrefix) + top + metric::kStallSuffix] = top_cycles;
+    advice += fmt::format(" Warps mostly wait on {} ({:.1f} cycles per issued instruction).", top,
+                          top_cycles);
+  }
+  advice +=
+      " With no unit near its peak it is latency-bound: keep more memory operations in flight per "
+      "thread (wider "
+      "loads, several independent loads before their first use), raise occupancy (fewer registers "
+      "or shared "
+      "memory per block), and launch enough blocks to fill every SM several times.";
+  d.suggested_moves = {"increase_memory_level_parallelism", "raise_occupancy", "more_blocks"};
+  d.advice = advice;
+  return d;
 }
 
 }  // namespace
@@ -38,6 +125,7 @@ DiagnosisReport DiagnoseProfile(const NcuReport& ncu, const StaticReport& static
     launches[k.name].push_back(&k);
   }
 
+  std::map<std::string, Metrics> metrics_of;  // each kernel's merged launches
   double kernel_ms_per_call = 0, dram_bytes_per_call = 0;
   int launches_per_call = 0;
   for (const auto& name : names) {
@@ -78,6 +166,7 @@ DiagnosisReport DiagnoseProfile(const NcuReport& ncu, const StaticReport& static
     }
     f.roofline = ClassifyRoofline(rin, roofline);
 
+    metrics_of[name] = merged;
     AnalysisInput in;
     in.kernel = name;
     in.metrics = std::move(merged);
@@ -163,6 +252,8 @@ DiagnosisReport DiagnoseProfile(const NcuReport& ncu, const StaticReport& static
     }
     SortByCallGain(&k.diagnoses);
   }
+  if (auto d = FarFromFloor(report, metrics_of, calls, call_ms, thresholds))
+    report.call_diagnoses.push_back(*d);
   return report;
 }
 

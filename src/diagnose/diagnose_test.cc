@@ -4,6 +4,7 @@
 #include "core/json.h"
 #include "diagnose/diagnose.h"
 #include "diagnose/tiers.h"
+#include "profile/metrics.h"
 #include "testing/paths.h"
 
 namespace kopt {
@@ -146,6 +147,48 @@ TEST(DiagnoseProfile, GainsAreSharesOfTheWholeCall) {
   EXPECT_EQ(back.kernel, ranked.front().kernel);
   ASSERT_TRUE(back.call_gain);
   EXPECT_DOUBLE_EQ(*back.call_gain, *ranked.front().call_gain);
+}
+
+// A call far from its floor always gets a finding, even when no tool fires:
+// here a kernel at 10x the floor with nothing near its peak (tier 1 only).
+TEST(DiagnoseProfile, ACallFarFromItsFloorIsAlwaysDiagnosed) {
+  fs::path root = testing::SourceDir();
+  Thresholds t = LoadThresholds(root / "data/diagnose/thresholds.json");
+  RooflineThresholds rt = LoadRooflineThresholds(root / "data/diagnose/roofline.json");
+  auto diagnose = [&](double time_ms) {
+    NcuReport ncu;
+    NcuKernel k;
+    k.name = "max_pool_forward(float const*, float*)";
+    k.metrics[metric::kDuration] = time_ms * 1e6;
+    k.metrics[metric::kSmThroughputPct] = 14;
+    k.metrics[metric::kDramThroughputPct] = 9;
+    k.metrics[metric::kL2ThroughputPct] = 11;
+    k.metrics[metric::kL1ThroughputPct] = 18;
+    k.metrics[metric::kAchievedOccupancyPct] = 31;
+    k.metrics[metric::kDramBytes] = 4.4e8;
+    ncu.kernels.push_back(k);
+    ProfileContext ctx;
+    ctx.device.sm_count = 132;
+    ctx.ceilings.bandwidth_bytes_per_s = 4.0e12;
+    ctx.ceilings.fp32_flops_per_s = 60e12;
+    ctx.time_ms = time_ms;
+    ctx.min_bytes = 4.0e8;  // 0.1 ms at 4 TB/s
+    return DiagnoseProfile(ncu, StaticReport{}, ctx, BuiltinTools(), t, rt);
+  };
+  DiagnosisReport far = diagnose(1.0);
+  ASSERT_NEAR(far.call.headroom, 10, 0.5);
+  std::vector<Diagnosis> ranked = RankedDiagnoses(far);
+  ASSERT_FALSE(ranked.empty());
+  const Diagnosis& d = ranked.front();
+  EXPECT_EQ(d.tool, "far_from_floor");
+  EXPECT_NEAR(d.CallGain(), 0.5 * (1 - 1 / far.call.headroom), 1e-9);  // half the gap to the floor
+  EXPECT_EQ(d.severity, "critical");
+  EXPECT_NE(d.advice.find("takes 10.0x its floor"), std::string::npos) << d.advice;
+  EXPECT_NE(d.advice.find("warps fill 31% of the slots"), std::string::npos) << d.advice;
+  EXPECT_NE(d.advice.find("latency-bound"), std::string::npos) << d.advice;
+  EXPECT_EQ(d.suggested_moves.front(), "increase_memory_level_parallelism");
+  // Near its floor, nothing is said for it.
+  for (const auto& x : RankedDiagnoses(diagnose(0.15))) EXPECT_NE(x.tool, "far_from_floor");
 }
 
 TEST(Tiers, EveryMetricIsOneKoptAsksForAndTier2AddsOnlyNewOnes) {
