@@ -101,6 +101,63 @@ std::optional<Diagnosis> FarFromFloor(const DiagnosisReport& r,
   return d;
 }
 
+// A call of several kernels that moves more bytes through DRAM than the task
+// needs: intermediates round-trip DRAM between kernels. Names the kernels
+// that move the most and the bytes a fused single pass would save.
+std::optional<Diagnosis> ExcessTraffic(const DiagnosisReport& r,
+                                       const std::map<std::string, Metrics>& metrics_of,
+                                       double calls, double call_ms, double min_bytes,
+                                       double dram_bytes, const Thresholds& t) {
+  const char* kTool = "excess_traffic";
+  if (r.kernels.size() < 2 || min_bytes <= 0 || dram_bytes <= 0 || call_ms <= 0)
+    return std::nullopt;
+  const double over = dram_bytes / min_bytes;
+  if (over < t.Get(kTool, "min_over_min_bytes")) return std::nullopt;
+  double memory_share = 0;
+  struct Mover {
+    std::string name;
+    double bytes;
+  };
+  std::vector<Mover> movers;
+  for (const auto& k : r.kernels) {
+    if (IsMemoryBound(k.roofline.bound)) memory_share += k.mean_ms * k.launches / calls / call_ms;
+    auto it = metrics_of.find(k.kernel);
+    double b =
+        it == metrics_of.end() ? 0 : MetricOr(it->second, metric::kDramBytes) * k.launches / calls;
+    movers.push_back({k.kernel.substr(0, k.kernel.find('(')), b});
+  }
+  memory_share = std::min(memory_share, 1.0);
+  std::stable_sort(movers.begin(), movers.end(),
+                   [](const Mover& a, const Mover& b) { return a.bytes > b.bytes; });
+  Diagnosis d;
+  d.tool = kTool;
+  d.kernel = "(call)";
+  d.estimated_gain = std::min(t.Get(kTool, "max_gain"), memory_share * (1 - 1 / over));
+  d.call_gain = d.estimated_gain;
+  d.severity = t.Severity(d.estimated_gain);
+  d.evidence["dram_bytes_per_call"] = dram_bytes;
+  d.evidence["min_bytes"] = min_bytes;
+  d.evidence["dram_over_min_bytes"] = over;
+  d.evidence["memory_bound_share"] = memory_share;
+  std::string most;
+  for (size_t i = 0; i < movers.size() && i < 3; ++i) {
+    if (movers[i].bytes <= 0) break;
+    most +=
+        fmt::format("{}{} ({:.0f} MB)", i == 0 ? "" : ", ", movers[i].name, movers[i].bytes / 1e6);
+  }
+  d.advice = fmt::format(
+      "The call moves {:.1f}x the bytes the task needs through DRAM ({:.0f} MB against {:.0f} MB "
+      "per call) over "
+      "its {} kernels{}{}. What one kernel writes and the next reads round-trips DRAM: fuse them "
+      "into one pass "
+      "that keeps the intermediates in registers or shared memory, saving about {:.0f} MB per "
+      "call.",
+      over, dram_bytes / 1e6, min_bytes / 1e6, r.kernels.size(),
+      most.empty() ? "" : "; the most in ", most, (dram_bytes - min_bytes) / 1e6);
+  d.suggested_moves = {"fuse_passes", "keep_intermediates_on_chip", "single_pass_algorithm"};
+  return d;
+}
+
 }  // namespace
 
 bool SameKernel(const std::string& ncu_name, const StaticKernel& k) {
@@ -252,6 +309,9 @@ DiagnosisReport DiagnoseProfile(const NcuReport& ncu, const StaticReport& static
     }
     SortByCallGain(&k.diagnoses);
   }
+  if (auto d = ExcessTraffic(report, metrics_of, calls, call_ms, ctx.min_bytes, dram_bytes_per_call,
+                             thresholds))
+    report.call_diagnoses.push_back(*d);
   if (auto d = FarFromFloor(report, metrics_of, calls, call_ms, thresholds))
     report.call_diagnoses.push_back(*d);
   return report;

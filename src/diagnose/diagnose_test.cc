@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 #include <cstdio>
 
+#include <fmt/format.h>
+
 #include "core/json.h"
 #include "diagnose/diagnose.h"
 #include "diagnose/tiers.h"
@@ -189,6 +191,53 @@ TEST(DiagnoseProfile, ACallFarFromItsFloorIsAlwaysDiagnosed) {
   EXPECT_EQ(d.suggested_moves.front(), "increase_memory_level_parallelism");
   // Near its floor, nothing is said for it.
   for (const auto& x : RankedDiagnoses(diagnose(0.15))) EXPECT_NE(x.tool, "far_from_floor");
+}
+
+// A call of several bandwidth-bound kernels that round-trip intermediates
+// through DRAM: the call-level finding names the fusion and the bytes it saves,
+// and ranks above the kernels' own findings.
+TEST(DiagnoseProfile, ExcessTrafficAcrossKernelsNamesTheFusion) {
+  fs::path root = testing::SourceDir();
+  Thresholds t = LoadThresholds(root / "data/diagnose/thresholds.json");
+  RooflineThresholds rt = LoadRooflineThresholds(root / "data/diagnose/roofline.json");
+  auto call = [&](int kernels) {
+    NcuReport ncu;
+    for (int i = 0; i < kernels; ++i) {
+      NcuKernel k;
+      k.name = fmt::format("layernorm_pass{}(float const*, float*)", i);
+      k.metrics[metric::kDuration] = 0.12e6;  // 0.12 ms
+      k.metrics[metric::kDramBytes] = 4.0e8;  // 400 MB: 3.3 TB/s
+      k.metrics[metric::kDramThroughputPct] = 85;
+      k.metrics[metric::kL2ThroughputPct] = 60;
+      k.metrics[metric::kSmThroughputPct] = 20;
+      k.metrics[metric::kL2HitRatePct] = 3;  // streaming
+      ncu.kernels.push_back(k);
+    }
+    ProfileContext ctx;
+    ctx.device.sm_count = 132;
+    ctx.ceilings.bandwidth_bytes_per_s = 4.0e12;
+    ctx.ceilings.fp32_flops_per_s = 60e12;
+    ctx.time_ms = 0.12 * kernels;
+    ctx.min_bytes = 4.0e8;
+    return DiagnoseProfile(ncu, StaticReport{}, ctx, BuiltinTools(), t, rt);
+  };
+  DiagnosisReport three = call(3);
+  std::vector<Diagnosis> ranked = RankedDiagnoses(three);
+  ASSERT_FALSE(ranked.empty());
+  const Diagnosis& d = ranked.front();
+  EXPECT_EQ(d.tool, "excess_traffic");
+  EXPECT_NEAR(d.CallGain(), 2.0 / 3, 0.02);  // all memory-bound, 3x the bytes
+  EXPECT_NE(d.advice.find("moves 3.0x the bytes the task needs"), std::string::npos) << d.advice;
+  EXPECT_NE(d.advice.find("layernorm_pass0 (400 MB)"), std::string::npos) << d.advice;
+  EXPECT_NE(d.advice.find("saving about 800 MB per call"), std::string::npos) << d.advice;
+  // No kernel of several claims to be at its floor, or to re-read data,
+  // without the bytes the task needs to compare against.
+  for (const auto& x : ranked) {
+    EXPECT_NE(x.tool, "poor_l2_reuse") << x.advice;
+    EXPECT_EQ(x.advice.find("moving about what the task needs"), std::string::npos) << x.advice;
+  }
+  // One kernel moving what the task needs: nothing to fuse.
+  for (const auto& x : RankedDiagnoses(call(1))) EXPECT_NE(x.tool, "excess_traffic");
 }
 
 TEST(Tiers, EveryMetricIsOneKoptAsksForAndTier2AddsOnlyNewOnes) {

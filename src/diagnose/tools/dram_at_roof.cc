@@ -27,13 +27,25 @@ class DramAtRoof : public AnalysisTool {
       d.advice = fmt::format(
           "DRAM runs at {:.0f}% of peak but moves {:.1f}x the bytes the task needs. Read each "
           "input once (fuse the passes, keep intermediates in registers or shared memory) and "
-          "write only the outputs.", *pct, 1 / (1 - excess));
+          "write only the outputs.",
+          *pct, 1 / (1 - excess));
       d.suggested_moves = {"fuse_passes", "keep_intermediates_on_chip", "single_pass_algorithm"};
-    } else {
+    } else if (bytes && in.min_bytes > 0) {
       d.estimated_gain = 0;
       d.advice = fmt::format(
           "DRAM runs at {:.0f}% of peak moving about what the task needs: this kernel is at its "
-          "floor. Only a narrower data type or fusing it with a neighbour would help.", *pct);
+          "floor. Only a narrower data type or fusing it with a neighbour would help.",
+          *pct);
+      d.suggested_moves = {"fuse_with_neighbour", "narrower_dtype"};
+    } else {
+      // One kernel of several: what the task needs of its bytes is not known
+      // here (the call's excess_traffic finding compares the whole call).
+      d.estimated_gain = 0;
+      d.advice = fmt::format(
+          "DRAM runs at {:.0f}% of peak: this kernel is bandwidth-bound, so it is as fast as the "
+          "bytes it moves allow. Moving fewer (fusing it with the kernels around it, a narrower "
+          "data type) is what would help.",
+          *pct);
       d.suggested_moves = {"fuse_with_neighbour", "narrower_dtype"};
     }
     return Finish(*this, in, std::move(d));
