@@ -68,13 +68,15 @@ struct AnalysisInput {
   RooflineResult roofline;
   const Thresholds* thresholds = nullptr;  ///< never null when a tool runs
   // The whole call (all kernels of one forward):
-  double time_ms = 0;       ///< measured (CUDA events)
-  double host_ms = 0;       ///< measured on the host clock with synchronize; 0: unknown
-  double kernel_ms = 0;     ///< sum of kernel durations; 0: unknown
-  int kernel_launches = 0;  ///< launches per call; 0: unknown
-  double min_bytes = 0;     ///< TaskBundle::min_bytes; 0: unknown
-  double flops = 0;         ///< all FLOPs of the call
-  double matrix_flops = 0;  ///< of which in matrix products / convolutions
+  double time_ms = 0;              ///< measured (CUDA events)
+  double host_ms = 0;              ///< measured on the host clock with synchronize; 0: unknown
+  double kernel_ms = 0;            ///< sum of kernel durations; 0: unknown
+  int kernel_launches = 0;         ///< launches per call; 0: unknown
+  double min_bytes = 0;            ///< TaskBundle::min_bytes; 0: unknown
+  double flops = 0;                ///< all FLOPs of the call
+  double matrix_flops = 0;         ///< of which in matrix products / convolutions
+  std::string contract_precision;  ///< ProfileContext::contract_precision
+  std::string matrix_precision;    ///< ProfileContext::matrix_precision
   // The timeline tier's view of one call; negative: the timeline did not run.
   double gap_ms = -1;  ///< GPU idle between kernels
   double copies = -1;  ///< memcpy operations

@@ -230,6 +230,8 @@ DiagnosisReport DiagnoseProfile(const NcuReport& ncu, const StaticReport& static
     in.device = ctx.device;
     in.roofline = f.roofline;
     in.thresholds = &thresholds;
+    in.contract_precision = ctx.contract_precision;
+    in.matrix_precision = ctx.matrix_precision;
     if (sole) {
       in.min_bytes = ctx.min_bytes * share;
       in.flops = ctx.flops * share;

@@ -25,6 +25,11 @@ struct ProfileContext {
   double flops = 0;         ///< TaskBundle::flops
   double matrix_flops = 0;  ///< TaskBundle::matrix_flops
   std::map<std::string, double> flops_by_precision;  ///< for the call's floor
+  /// The contract's precision ("strict", "tf32", "bf16"; "" unknown) and the
+  /// precision of the task's matrix work ("fp32", "fp16", "bf16"): what advice
+  /// may suggest (no TF32 under a strict fp32 contract).
+  std::string contract_precision;
+  std::string matrix_precision;
   // From the timeline tier (PyTorch profiler), per call; negative: not run.
   double gap_ms = -1;     ///< GPU idle between the call's first and last kernel
   double copies = -1;     ///< memcpy operations

@@ -36,7 +36,9 @@ Json ToJson(const ProfileContext& c) {
               {"min_bytes", c.min_bytes},
               {"flops", c.flops},
               {"matrix_flops", c.matrix_flops},
-              {"flops_by_precision", c.flops_by_precision}};
+              {"flops_by_precision", c.flops_by_precision},
+              {"contract_precision", c.contract_precision},
+              {"matrix_precision", c.matrix_precision}};
 }
 
 ProfileContext ProfileContextFromJson(const Json& j) {
@@ -49,7 +51,10 @@ ProfileContext ProfileContextFromJson(const Json& j) {
   c.min_bytes = j.value("min_bytes", 0.0);
   c.flops = j.value("flops", 0.0);
   c.matrix_flops = j.value("matrix_flops", 0.0);
-  if (j.contains("flops_by_precision")) c.flops_by_precision = j["flops_by_precision"].get<std::map<std::string, double>>();
+  c.contract_precision = j.value("contract_precision", "");
+  c.matrix_precision = j.value("matrix_precision", "");
+  if (j.contains("flops_by_precision"))
+    c.flops_by_precision = j["flops_by_precision"].get<std::map<std::string, double>>();
   return c;
 }
 
@@ -57,16 +62,15 @@ void SaveProfile(const ProfileData& d, const fs::path& dir) {
   fs::create_directories(dir);
   Json res = Json::array();
   for (const auto& r : d.resources) res.push_back(ToJson(r));
-  WriteJsonFileAtomic(dir / "profile.json",
-                      Json{{"task", d.task_name},
-                           {"candidate", d.candidate_name},
-                           {"kind", d.candidate_kind},
-                           {"context", ToJson(d.context)},
-                           {"resources", res},
-                           {"timeline", d.timeline},
-                           {"outcome", d.outcome},
-                           {"tier_seconds", d.tier_seconds},
-                           {"notes", d.notes}});
+  WriteJsonFileAtomic(dir / "profile.json", Json{{"task", d.task_name},
+                                                 {"candidate", d.candidate_name},
+                                                 {"kind", d.candidate_kind},
+                                                 {"context", ToJson(d.context)},
+                                                 {"resources", res},
+                                                 {"timeline", d.timeline},
+                                                 {"outcome", d.outcome},
+                                                 {"tier_seconds", d.tier_seconds},
+                                                 {"notes", d.notes}});
   auto write = [&](const char* name, const std::string& text) {
     if (text.empty()) return;
     std::ofstream f(dir / name, std::ios::binary);
@@ -82,7 +86,8 @@ static ProfileData ProfileFromJson(const Json& j, const fs::path& dir);
 
 ProfileData LoadProfile(const fs::path& dir) {
   if (!fs::exists(dir / "profile.json"))
-    throw Error(dir.string() + " holds no profile.json: pass a folder written by kopt profile --save");
+    throw Error(dir.string() +
+                " holds no profile.json: pass a folder written by kopt profile --save");
   Json j = ReadJsonFile(dir / "profile.json");
   try {
     return ProfileFromJson(j, dir);
@@ -100,12 +105,16 @@ static ProfileData ProfileFromJson(const Json& j, const fs::path& dir) {
   d.candidate_name = j.value("candidate", "");
   d.candidate_kind = j.value("kind", "");
   d.context = ProfileContextFromJson(j.at("context"));
-  for (const auto& r : j.value("resources", Json::array())) d.resources.push_back(KernelResourcesFromJson(r));
+  for (const auto& r : j.value("resources", Json::array()))
+    d.resources.push_back(KernelResourcesFromJson(r));
   d.timeline = j.value("timeline", Json());
   d.outcome = j.value("outcome", Json());
   for (const auto& n : j.value("notes", Json::array())) d.notes.push_back(n.get<std::string>());
-  if (j.contains("tier_seconds")) d.tier_seconds = j["tier_seconds"].get<std::map<std::string, double>>();
-  auto read = [&](const char* name) { return fs::exists(dir / name) ? ReadTextFile(dir / name) : std::string(); };
+  if (j.contains("tier_seconds"))
+    d.tier_seconds = j["tier_seconds"].get<std::map<std::string, double>>();
+  auto read = [&](const char* name) {
+    return fs::exists(dir / name) ? ReadTextFile(dir / name) : std::string();
+  };
   d.sass_text = read("sass.txt");
   d.ncu_tier1 = read("ncu_tier1.csv");
   d.ncu_tier2 = read("ncu_tier2.csv");
@@ -139,8 +148,11 @@ Json HotspotsJson(const std::string& csv) {
   SourceHotspots h = ParseSourcePage(csv);
   Json top = Json::array();
   for (const auto& l : h.top)
-    top.push_back(Json{{"address", l.address}, {"source", l.source}, {"stall_samples", l.stall_samples},
-                       {"executed", l.executed}, {"top_reason", l.top_reason},
+    top.push_back(Json{{"address", l.address},
+                       {"source", l.source},
+                       {"stall_samples", l.stall_samples},
+                       {"executed", l.executed},
+                       {"top_reason", l.top_reason},
                        {"top_reason_samples", l.top_reason_samples}});
   Json j{{"total_samples", h.total_samples}, {"stall_column", h.stall_column}, {"top", top}};
   if (!h.error.empty()) j["error"] = h.error;
@@ -150,15 +162,20 @@ Json HotspotsJson(const std::string& csv) {
 }  // namespace
 
 Json ToJson(const ProfileData& d, const DiagnosisReport& r) {
-  return Json{{"task", d.task_name},        {"candidate", d.candidate_name}, {"kind", d.candidate_kind},
-              {"context", ToJson(d.context)}, {"outcome", d.outcome},
-              {"timeline", d.timeline},     {"tier_seconds", d.tier_seconds},
-              {"report", ToJson(r)}, {"hotspots", HotspotsJson(d.ncu_source)}};
+  return Json{{"task", d.task_name},
+              {"candidate", d.candidate_name},
+              {"kind", d.candidate_kind},
+              {"context", ToJson(d.context)},
+              {"outcome", d.outcome},
+              {"timeline", d.timeline},
+              {"tier_seconds", d.tier_seconds},
+              {"report", ToJson(r)},
+              {"hotspots", HotspotsJson(d.ncu_source)}};
 }
 
-
-void RunProfileTiers(Profiler& profiler, const ProfileTarget& target, std::vector<BuildResult> objects,
-                     const TierOptions& o, const fs::path& data_dir, ProfileData* d) {
+void RunProfileTiers(Profiler& profiler, const ProfileTarget& target,
+                     std::vector<BuildResult> objects, const TierOptions& o,
+                     const fs::path& data_dir, ProfileData* d) {
   auto progress = [&](const std::string& line) {
     if (o.progress) o.progress(line);
   };
@@ -167,7 +184,8 @@ void RunProfileTiers(Profiler& profiler, const ProfileTarget& target, std::vecto
   std::vector<std::string> first_metrics = tiers.tier1;
   if (o.one_pass) {
     std::set<BoundClass> all;
-    for (int c = 0; c <= static_cast<int>(BoundClass::kSmallGrid); ++c) all.insert(static_cast<BoundClass>(c));
+    for (int c = 0; c <= static_cast<int>(BoundClass::kSmallGrid); ++c)
+      all.insert(static_cast<BoundClass>(c));
     for (const auto& m : Tier2Metrics(tiers, all)) first_metrics.push_back(m);
   }
   const std::string tier_name = o.one_pass ? "ncu one pass" : "ncu tier 1";
@@ -194,17 +212,19 @@ void RunProfileTiers(Profiler& profiler, const ProfileTarget& target, std::vecto
     for (const auto& n : sr.notes) d->notes.push_back(n);
   }
   if (objects.empty())
-    d->notes.push_back("no compiled object of kopt's to disassemble (the candidate's kernels come from torch or "
-                       "load_inline)");
+    d->notes.push_back(
+        "no compiled object of kopt's to disassemble (the candidate's kernels come from torch or "
+        "load_inline)");
   d->tier_seconds["static"] = Since(t0);
 
   // Timeline: for hybrids, and wherever one call launches several kernels.
   double launches = static_cast<double>(one.report.kernels.size()) / std::max(1, target.calls);
   bool capped_out = o.max_launches > 0 && launches >= o.max_launches;
   if (capped_out && o.timeline == "off")
-    d->notes.push_back(fmt::format("ncu stopped after {} launches per call; without the timeline the call's "
-                                   "figures count only those",
-                                   o.max_launches));
+    d->notes.push_back(
+        fmt::format("ncu stopped after {} launches per call; without the timeline the call's "
+                    "figures count only those",
+                    o.max_launches));
   if (o.timeline == "on" || (o.timeline == "auto" && (o.hybrid || launches > 1))) {
     progress("timeline");
     ProfileTarget tt = target;
@@ -223,7 +243,8 @@ void RunProfileTiers(Profiler& profiler, const ProfileTarget& target, std::vecto
   // The champion's source-level counters: the kernel taking the most time.
   if (o.source && !one.report.kernels.empty()) {
     std::map<std::string, double> time_by_name;
-    for (const auto& k : one.report.kernels) time_by_name[k.name] += MetricOr(k.metrics, metric::kDuration);
+    for (const auto& k : one.report.kernels)
+      time_by_name[k.name] += MetricOr(k.metrics, metric::kDuration);
     auto top = std::max_element(time_by_name.begin(), time_by_name.end(),
                                 [](const auto& a, const auto& b) { return a.second < b.second; });
     std::string base = top->first.substr(0, top->first.find_first_of("(<"));
@@ -236,8 +257,10 @@ void RunProfileTiers(Profiler& profiler, const ProfileTarget& target, std::vecto
     progress("ncu source counters of " + base);
     NcuRun src = profiler.Source(target, "^" + regex);
     d->tier_seconds["ncu source"] = src.seconds;
-    if (src.ok) d->ncu_source = src.csv;
-    else d->notes.push_back("source counters: " + src.error);
+    if (src.ok)
+      d->ncu_source = src.csv;
+    else
+      d->notes.push_back("source counters: " + src.error);
   }
 
   // Tier 2: the sets of the classes tier 1 found.
@@ -245,12 +268,14 @@ void RunProfileTiers(Profiler& profiler, const ProfileTarget& target, std::vecto
     DiagnosisReport first = DiagnoseProfileData(*d, data_dir);
     std::vector<std::string> more = Tier2Metrics(tiers, ClassesOf(first));
     if (!more.empty()) {
-      progress("ncu tier 2 (" + std::to_string(more.size()) + " metrics for " + BoundClassName(first.call.bound) +
-               ")");
+      progress("ncu tier 2 (" + std::to_string(more.size()) + " metrics for " +
+               BoundClassName(first.call.bound) + ")");
       NcuRun two = profiler.Ncu(capped, more);
       d->tier_seconds["ncu tier 2"] = two.seconds;
-      if (two.ok) d->ncu_tier2 = two.csv;
-      else d->notes.push_back("ncu tier 2: " + two.error);
+      if (two.ok)
+        d->ncu_tier2 = two.csv;
+      else
+        d->notes.push_back("ncu tier 2: " + two.error);
     }
   }
 }

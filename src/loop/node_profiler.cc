@@ -52,6 +52,11 @@ ProfileData MakeProfileData(const Task& task, const TaskBundle& bundle, const Ca
   d.context.flops = bundle.flops;
   d.context.matrix_flops = bundle.matrix_flops;
   d.context.flops_by_precision = FlopsByPrecision(bundle);
+  if (record.contract.is_object() && record.contract.contains("precision") &&
+      record.contract["precision"].is_string())
+    d.context.contract_precision = record.contract["precision"].get<std::string>();
+  const std::string dtype = ComputeDtype(bundle);
+  d.context.matrix_precision = dtype == "float16" ? "fp16" : dtype == "bfloat16" ? "bf16" : "fp32";
   return d;
 }
 

@@ -14,7 +14,8 @@ class NoTensorCores : public AnalysisTool {
            b == BoundClass::kMemoryL1Shared;
   }
   std::optional<Diagnosis> Run(const AnalysisInput& in) const override {
-    if (in.flops <= 0 || in.matrix_flops / in.flops < in.thresholds->Get(name(), "min_matrix_flop_fraction")) {
+    if (in.flops <= 0 ||
+        in.matrix_flops / in.flops < in.thresholds->Get(name(), "min_matrix_flop_fraction")) {
       return std::nullopt;
     }
     Diagnosis d;
@@ -50,11 +51,34 @@ class NoTensorCores : public AnalysisTool {
       if (ffma < in.thresholds->Get(name(), "min_sass_ffma")) return std::nullopt;
     }
     d.estimated_gain = in.thresholds->Get(name(), "gain");
-    d.advice =
-        "The task is mostly matrix products but the kernel runs them as FFMA on CUDA cores. Use "
-        "tensor cores: WMMA or mma.sync (sm_80+), wgmma (sm_90a) or cuBLAS; TF32 for fp32 "
-        "inputs where the task's tolerance allows, bf16/fp16 where the inputs already are.";
-    d.suggested_moves = {"use_tensor_cores_mma_sync", "use_wgmma", "call_cublas", "tf32_inputs"};
+    if (in.matrix_precision == "fp32" && in.contract_precision == "strict") {
+      // Advice must respect the contract: plain TF32 would break it.
+      d.advice =
+          "The task is mostly fp32 matrix products, run as FFMA on CUDA cores, and its contract is "
+          "strict fp32, so plain TF32 is not allowed. Two routes keep fp32 accuracy: "
+          "split-precision "
+          "3xTF32 on tensor cores (each operand as a TF32 part plus its residual, three MMAs per "
+          "product; about twice SGEMM's rate on the H200), or tiling the FFMA work: stage tiles of "
+          "both operands in shared memory and give each thread a block of outputs in registers, so "
+          "every value loaded feeds many FMAs.";
+      d.suggested_moves = {"split_tf32x3_tensor_cores", "smem_register_tiling", "call_cublas_fp32"};
+    } else if (in.matrix_precision == "fp32" &&
+               (in.contract_precision == "tf32" || in.contract_precision == "bf16")) {
+      d.advice = fmt::format(
+          "The task is mostly fp32 matrix products but the kernel runs them as FFMA on CUDA cores, "
+          "and its contract allows {} operands. Use tensor cores: wgmma (sm_90a), mma.sync or "
+          "WMMA (sm_80+), or cuBLAS, with {} inputs.",
+          in.contract_precision == "tf32" ? "TF32" : "bf16",
+          in.contract_precision == "tf32" ? "TF32" : "bf16");
+      d.suggested_moves = {"use_wgmma", "use_tensor_cores_mma_sync", "call_cublas",
+                           in.contract_precision == "tf32" ? "tf32_inputs" : "bf16_inputs"};
+    } else {
+      d.advice =
+          "The task is mostly matrix products but the kernel runs them as FFMA on CUDA cores. Use "
+          "tensor cores: WMMA or mma.sync (sm_80+), wgmma (sm_90a) or cuBLAS; TF32 for fp32 "
+          "inputs where the task's contract allows it, bf16/fp16 where the inputs already are.";
+      d.suggested_moves = {"use_tensor_cores_mma_sync", "use_wgmma", "call_cublas", "tf32_inputs"};
+    }
     return Finish(*this, in, std::move(d));
   }
 };

@@ -59,7 +59,8 @@ TEST(UncoalescedGlobal, FiresOnStridedLoads) {
   // With the SASS saying 32-bit loads, the ideal is 4 sectors: a larger gain.
   InstructionMix mix;
   mix.global_loads.by_bits[32] = 2;
-  AnalysisInput in = Input(BoundClass::kMemoryDram, {{metric::kGlobalLdSectors, 32e6}, {metric::kGlobalLdRequests, 1e6}});
+  AnalysisInput in = Input(BoundClass::kMemoryDram,
+                           {{metric::kGlobalLdSectors, 32e6}, {metric::kGlobalLdRequests, 1e6}});
   in.sass = Sass(mix);
   auto narrow = tool->Run(in);
   ExpectWellFormed(narrow, "uncoalesced_global");
@@ -71,7 +72,8 @@ TEST(UncoalescedGlobal, WithoutSassSixteenSectorsMayBeCoalescedFloat4) {
   // A float4 copy without its SASS (ncu recording on the H200: 16 sectors
   // per request) must not be called uncoalesced.
   EXPECT_FALSE(MakeUncoalescedGlobalTool()->Run(
-      Input(BoundClass::kMemoryDram, {{metric::kGlobalLdSectors, 2097152}, {metric::kGlobalLdRequests, 131072}})));
+      Input(BoundClass::kMemoryDram,
+            {{metric::kGlobalLdSectors, 2097152}, {metric::kGlobalLdRequests, 131072}})));
 }
 
 TEST(UncoalescedGlobal, AFloat4KernelWithAScalarTailIsJudgedByItsWidestAccess) {
@@ -98,8 +100,8 @@ TEST(UncoalescedGlobal, QuietOnCoalescedFloat4) {
                            {{metric::kGlobalLdSectors, 16e6}, {metric::kGlobalLdRequests, 1e6}});
   in.sass = Sass(mix);  // 16-byte loads: 16 sectors per request is ideal
   EXPECT_FALSE(tool->Run(in));
-  EXPECT_FALSE(tool->Run(Input(BoundClass::kMemoryDram,
-                               {{metric::kGlobalLdSectors, 4e6}, {metric::kGlobalLdRequests, 1e6}})));
+  EXPECT_FALSE(tool->Run(Input(BoundClass::kMemoryDram, {{metric::kGlobalLdSectors, 4e6},
+                                                         {metric::kGlobalLdRequests, 1e6}})));
   EXPECT_FALSE(tool->Run(Input(BoundClass::kMemoryDram)));
 }
 
@@ -115,9 +117,10 @@ TEST(BankConflicts, FiresOnConflictingTile) {
 
 TEST(BankConflicts, QuietOnPaddedTile) {
   EXPECT_FALSE(MakeBankConflictsTool()->Run(
-      Input(BoundClass::kMemoryL1Shared,
-            {{metric::kSharedLdConflicts, 1000}, {metric::kSharedLdWavefronts, 4.2e6},
-             {metric::kSharedStConflicts, 0}, {metric::kSharedStWavefronts, 1e6}})));
+      Input(BoundClass::kMemoryL1Shared, {{metric::kSharedLdConflicts, 1000},
+                                          {metric::kSharedLdWavefronts, 4.2e6},
+                                          {metric::kSharedStConflicts, 0},
+                                          {metric::kSharedStWavefronts, 1e6}})));
 }
 
 // --- narrow_loads ------------------------------------------------------------
@@ -158,8 +161,8 @@ TEST(RegisterSpills, FiresOnPtxasSpills) {
 }
 
 TEST(RegisterSpills, FiresOnLocalMemoryTraffic) {
-  auto d = MakeRegisterSpillsTool()->Run(
-      Input(BoundClass::kLatency, {{metric::kLocalLdSectors, 5e6}, {metric::kGlobalLdSectors, 5e6}}));
+  auto d = MakeRegisterSpillsTool()->Run(Input(
+      BoundClass::kLatency, {{metric::kLocalLdSectors, 5e6}, {metric::kGlobalLdSectors, 5e6}}));
   ExpectWellFormed(d, "register_spills");
 }
 
@@ -174,10 +177,11 @@ TEST(RegisterSpills, QuietWithoutSpills) {
 
 TEST(OccupancyLimiter, FiresAndNamesRegisters) {
   auto d = MakeOccupancyLimiterTool()->Run(
-      Input(BoundClass::kLatency,
-            {{metric::kAchievedOccupancyPct, 18}, {metric::kOccLimitRegisters, 1},
-             {metric::kOccLimitSharedMem, 3}, {metric::kOccLimitWarps, 8},
-             {metric::kRegistersPerThread, 200}}));
+      Input(BoundClass::kLatency, {{metric::kAchievedOccupancyPct, 18},
+                                   {metric::kOccLimitRegisters, 1},
+                                   {metric::kOccLimitSharedMem, 3},
+                                   {metric::kOccLimitWarps, 8},
+                                   {metric::kRegistersPerThread, 200}}));
   ExpectWellFormed(d, "occupancy_limiter");
   EXPECT_NE(d->advice.find("registers"), std::string::npos);
   EXPECT_EQ(d->suggested_moves[0], "adjust_launch_bounds");
@@ -193,11 +197,16 @@ TEST(OccupancyLimiter, QuietWhenWarpsDoNotWaitOnMemory) {
   // The H200 recording of a tiled WMMA GEMM: 24% occupancy by design, long
   // scoreboard 12% of the stall cycles. A shared-memory hog at 12% occupancy
   // stalled 66% on long scoreboard and is reported.
-  Metrics gemm = {{metric::kAchievedOccupancyPct, 23.8}, {metric::kOccLimitRegisters, 2},
-                  {metric::kOccLimitSharedMem, 2},       {Stall("long_scoreboard"), 1.64},
-                  {Stall("short_scoreboard"), 3.33},     {Stall("math_pipe_throttle"), 2.17},
-                  {Stall("wait"), 2.34},                 {Stall("barrier"), 1.97},
-                  {Stall("dispatch_stall"), 0.81},       {Stall("mio_throttle"), 0.94}};
+  Metrics gemm = {{metric::kAchievedOccupancyPct, 23.8},
+                  {metric::kOccLimitRegisters, 2},
+                  {metric::kOccLimitSharedMem, 2},
+                  {Stall("long_scoreboard"), 1.64},
+                  {Stall("short_scoreboard"), 3.33},
+                  {Stall("math_pipe_throttle"), 2.17},
+                  {Stall("wait"), 2.34},
+                  {Stall("barrier"), 1.97},
+                  {Stall("dispatch_stall"), 0.81},
+                  {Stall("mio_throttle"), 0.94}};
   EXPECT_FALSE(MakeOccupancyLimiterTool()->Run(Input(BoundClass::kMemoryL2, gemm)));
   Metrics hog = {{metric::kAchievedOccupancyPct, 12.3}, {metric::kOccLimitSharedMem, 1},
                  {Stall("long_scoreboard"), 27.5},      {Stall("barrier"), 6.4},
@@ -248,14 +257,15 @@ TEST(DramAtRoof, AtTheFloorIsInfoAndQuietBelowTheRoof) {
   ASSERT_TRUE(d);
   EXPECT_EQ(d->severity, "info");
   EXPECT_EQ(d->estimated_gain, 0);
-  EXPECT_FALSE(MakeDramAtRoofTool()->Run(Input(BoundClass::kMemoryDram, {{metric::kDramThroughputPct, 45}})));
+  EXPECT_FALSE(MakeDramAtRoofTool()->Run(
+      Input(BoundClass::kMemoryDram, {{metric::kDramThroughputPct, 45}})));
 }
 
 // --- poor_l2_reuse -----------------------------------------------------------
 
 TEST(PoorL2Reuse, FiresOnRereads) {
-  AnalysisInput in = Input(BoundClass::kMemoryDram,
-                           {{metric::kL2HitRatePct, 12}, {metric::kDramBytes, 4e9}});
+  AnalysisInput in =
+      Input(BoundClass::kMemoryDram, {{metric::kL2HitRatePct, 12}, {metric::kDramBytes, 4e9}});
   in.min_bytes = 1e9;
   auto d = MakePoorL2ReuseTool()->Run(in);
   ExpectWellFormed(d, "poor_l2_reuse");
@@ -264,19 +274,21 @@ TEST(PoorL2Reuse, FiresOnRereads) {
 
 TEST(PoorL2Reuse, QuietOnAStreamingKernel) {
   // A copy has a low hit rate by nature but reads each byte once.
-  AnalysisInput in = Input(BoundClass::kMemoryDram,
-                           {{metric::kL2HitRatePct, 0.1}, {metric::kDramBytes, 1.05e9}});
+  AnalysisInput in =
+      Input(BoundClass::kMemoryDram, {{metric::kL2HitRatePct, 0.1}, {metric::kDramBytes, 1.05e9}});
   in.min_bytes = 1e9;
   EXPECT_FALSE(MakePoorL2ReuseTool()->Run(in));
-  EXPECT_FALSE(MakePoorL2ReuseTool()->Run(Input(BoundClass::kMemoryDram, {{metric::kL2HitRatePct, 80}})));
+  EXPECT_FALSE(
+      MakePoorL2ReuseTool()->Run(Input(BoundClass::kMemoryDram, {{metric::kL2HitRatePct, 80}})));
 }
 
 // --- warp_stalls -------------------------------------------------------------
 
 TEST(WarpStalls, FiresOnLongScoreboard) {
-  auto d = MakeWarpStallsTool()->Run(
-      Input(BoundClass::kLatency, {{Stall("long_scoreboard"), 31.4}, {Stall("wait"), 2.1},
-                                   {Stall("barrier"), 1.0}, {Stall("not_selected"), 40}}));
+  auto d = MakeWarpStallsTool()->Run(Input(BoundClass::kLatency, {{Stall("long_scoreboard"), 31.4},
+                                                                  {Stall("wait"), 2.1},
+                                                                  {Stall("barrier"), 1.0},
+                                                                  {Stall("not_selected"), 40}}));
   ExpectWellFormed(d, "warp_stalls");
   EXPECT_NE(d->advice.find("long_scoreboard"), std::string::npos);
   EXPECT_EQ(d->suggested_moves[0], "software_pipelining");
@@ -292,15 +304,21 @@ TEST(WarpStalls, ReadsPcSamplingCounts) {
 
 TEST(WarpStalls, QuietWhenStallsAreSpreadOrSmall) {
   auto tool = MakeWarpStallsTool();
-  EXPECT_FALSE(tool->Run(Input(BoundClass::kLatency, {{Stall("long_scoreboard"), 2}, {Stall("wait"), 2},
-                                                      {Stall("barrier"), 2}, {Stall("mio_throttle"), 2}})));
-  EXPECT_FALSE(tool->Run(Input(BoundClass::kLatency, {{Stall("long_scoreboard"), 1.5}, {Stall("wait"), 0.2}})));
+  EXPECT_FALSE(tool->Run(Input(BoundClass::kLatency, {{Stall("long_scoreboard"), 2},
+                                                      {Stall("wait"), 2},
+                                                      {Stall("barrier"), 2},
+                                                      {Stall("mio_throttle"), 2}})));
+  EXPECT_FALSE(tool->Run(
+      Input(BoundClass::kLatency, {{Stall("long_scoreboard"), 1.5}, {Stall("wait"), 0.2}})));
 }
 
 TEST(WarpStalls, UnderAMemoryRoofOnlyReasonsTheRoofDoesNotExplain) {
   // The H200's fenced float4 copy: DRAM at 80%, membar 40% of stall cycles.
-  Metrics fence = {{Stall("long_scoreboard"), 60.8}, {Stall("membar"), 45.0}, {Stall("wait"), 2.6},
-                   {Stall("drain"), 1.3},            {Stall("short_scoreboard"), 1.2}};
+  Metrics fence = {{Stall("long_scoreboard"), 60.8},
+                   {Stall("membar"), 45.0},
+                   {Stall("wait"), 2.6},
+                   {Stall("drain"), 1.3},
+                   {Stall("short_scoreboard"), 1.2}};
   auto tool = MakeWarpStallsTool();
   EXPECT_TRUE(tool->AppliesTo(BoundClass::kMemoryDram));
   auto d = tool->Run(Input(BoundClass::kMemoryDram, fence));
@@ -309,11 +327,14 @@ TEST(WarpStalls, UnderAMemoryRoofOnlyReasonsTheRoofDoesNotExplain) {
   EXPECT_EQ(d->suggested_moves[0], "remove_fences");
   // A streaming kernel waits on DRAM, and a padded shared-memory transpose at
   // its barriers: both are the roof, not a flaw.
-  EXPECT_FALSE(tool->Run(Input(BoundClass::kMemoryDram, {{Stall("long_scoreboard"), 80}, {Stall("wait"), 1}})));
-  EXPECT_FALSE(tool->Run(Input(BoundClass::kMemoryDram,
-                               {{Stall("long_scoreboard"), 40}, {Stall("barrier"), 17.3}, {Stall("wait"), 2}})));
+  EXPECT_FALSE(tool->Run(
+      Input(BoundClass::kMemoryDram, {{Stall("long_scoreboard"), 80}, {Stall("wait"), 1}})));
+  EXPECT_FALSE(tool->Run(
+      Input(BoundClass::kMemoryDram,
+            {{Stall("long_scoreboard"), 40}, {Stall("barrier"), 17.3}, {Stall("wait"), 2}})));
   // Off a memory roof the same long-scoreboard wait is reported.
-  EXPECT_TRUE(tool->Run(Input(BoundClass::kLatency, {{Stall("long_scoreboard"), 80}, {Stall("wait"), 1}})));
+  EXPECT_TRUE(
+      tool->Run(Input(BoundClass::kLatency, {{Stall("long_scoreboard"), 80}, {Stall("wait"), 1}})));
 }
 
 // --- slow_mma_path -------------------------------------------------------------
@@ -370,6 +391,33 @@ TEST(NoTensorCores, FiresOnFfmaMatmul) {
   ExpectWellFormed(MakeNoTensorCoresTool()->Run(in), "no_tensor_cores");
 }
 
+// Advice respects the contract: under strict fp32 no TF32, but 3xTF32 or
+// shared-memory and register tiling; a TF32 contract gets TF32.
+TEST(NoTensorCores, AdviceFollowsTheContractsPrecision) {
+  AnalysisInput in = Input(BoundClass::kMemoryL1Shared,
+                           {{metric::kTensorHmmaInst, 0}, {metric::kFfmaThreadInst, 6.9e10}});
+  in.flops = 1.4e11;
+  in.matrix_flops = 1.37e11;
+  in.matrix_precision = "fp32";
+  in.contract_precision = "strict";
+  auto strict = MakeNoTensorCoresTool()->Run(in);
+  ExpectWellFormed(strict, "no_tensor_cores");
+  EXPECT_NE(strict->advice.find("3xTF32"), std::string::npos) << strict->advice;
+  EXPECT_NE(strict->advice.find("shared memory"), std::string::npos) << strict->advice;
+  EXPECT_NE(strict->advice.find("TF32 is not allowed"), std::string::npos) << strict->advice;
+  for (const auto& m : strict->suggested_moves) EXPECT_NE(m, "tf32_inputs");
+  in.contract_precision = "tf32";
+  auto tf32 = MakeNoTensorCoresTool()->Run(in);
+  ExpectWellFormed(tf32, "no_tensor_cores");
+  EXPECT_NE(tf32->advice.find("allows TF32 operands"), std::string::npos) << tf32->advice;
+  EXPECT_EQ(tf32->suggested_moves.back(), "tf32_inputs");
+  in.matrix_precision = "fp16";  // inputs already half precision: tensor cores as they are
+  in.contract_precision = "strict";
+  auto half = MakeNoTensorCoresTool()->Run(in);
+  ExpectWellFormed(half, "no_tensor_cores");
+  EXPECT_EQ(half->advice.find("not allowed"), std::string::npos);
+}
+
 TEST(NoTensorCores, FiresFromSassAlone) {
   InstructionMix mix;
   mix.ffma = 4096;
@@ -395,23 +443,28 @@ TEST(NoTensorCores, QuietWithHmmaOrWithoutMatmul) {
 
 TEST(Fp32PipeSaturated, FiresAndSpotsUnfusedMath) {
   auto d = MakeFp32PipeSaturatedTool()->Run(
-      Input(BoundClass::kComputeFp32, {{metric::kFmaPipePct, 88}, {metric::kFfmaThreadInst, 1e9},
-                                       {metric::kFaddThreadInst, 6e8}, {metric::kFmulThreadInst, 6e8}}));
+      Input(BoundClass::kComputeFp32, {{metric::kFmaPipePct, 88},
+                                       {metric::kFfmaThreadInst, 1e9},
+                                       {metric::kFaddThreadInst, 6e8},
+                                       {metric::kFmulThreadInst, 6e8}}));
   ExpectWellFormed(d, "fp32_pipe_saturated");
   EXPECT_EQ(d->suggested_moves[0], "fuse_multiply_add");
 }
 
 TEST(Fp32PipeSaturated, FusedMathAtTheRoofIsInformationOnly) {
   auto d = MakeFp32PipeSaturatedTool()->Run(
-      Input(BoundClass::kComputeFp32, {{metric::kFmaPipePct, 92}, {metric::kFfmaThreadInst, 1e9},
-                                       {metric::kFaddThreadInst, 1e7}, {metric::kFmulThreadInst, 1e7}}));
+      Input(BoundClass::kComputeFp32, {{metric::kFmaPipePct, 92},
+                                       {metric::kFfmaThreadInst, 1e9},
+                                       {metric::kFaddThreadInst, 1e7},
+                                       {metric::kFmulThreadInst, 1e7}}));
   ASSERT_TRUE(d);
   EXPECT_EQ(d->severity, "info");
   EXPECT_EQ(d->suggested_moves[0], "reduce_flops");
 }
 
 TEST(Fp32PipeSaturated, QuietBelowTheRoof) {
-  EXPECT_FALSE(MakeFp32PipeSaturatedTool()->Run(Input(BoundClass::kComputeFp32, {{metric::kFmaPipePct, 35}})));
+  EXPECT_FALSE(MakeFp32PipeSaturatedTool()->Run(
+      Input(BoundClass::kComputeFp32, {{metric::kFmaPipePct, 35}})));
 }
 
 // --- special_function_overhead -----------------------------------------------
@@ -435,20 +488,21 @@ TEST(SpecialFunctionOverhead, QuietOnPlainArithmetic) {
   AnalysisInput in = Input(BoundClass::kComputeFp32);
   in.sass = Sass(mix);
   EXPECT_FALSE(MakeSpecialFunctionOverheadTool()->Run(in));
-  EXPECT_FALSE(MakeSpecialFunctionOverheadTool()->Run(Input(BoundClass::kComputeFp32, {{metric::kXuPipePct, 8}})));
+  EXPECT_FALSE(MakeSpecialFunctionOverheadTool()->Run(
+      Input(BoundClass::kComputeFp32, {{metric::kXuPipePct, 8}})));
 }
 
 // --- warp_divergence ---------------------------------------------------------
 
 TEST(WarpDivergence, FiresOnHalfEmptyWarps) {
-  auto d = MakeWarpDivergenceTool()->Run(
-      Input(BoundClass::kLatency, {{metric::kThreadsPerInst, 14.5}, {metric::kBranchUniformPct, 61}}));
+  auto d = MakeWarpDivergenceTool()->Run(Input(
+      BoundClass::kLatency, {{metric::kThreadsPerInst, 14.5}, {metric::kBranchUniformPct, 61}}));
   ExpectWellFormed(d, "warp_divergence");
 }
 
 TEST(WarpDivergence, QuietOnUniformWarps) {
-  EXPECT_FALSE(MakeWarpDivergenceTool()->Run(
-      Input(BoundClass::kLatency, {{metric::kThreadsPerInst, 31.6}, {metric::kBranchUniformPct, 99}})));
+  EXPECT_FALSE(MakeWarpDivergenceTool()->Run(Input(
+      BoundClass::kLatency, {{metric::kThreadsPerInst, 31.6}, {metric::kBranchUniformPct, 99}})));
 }
 
 // --- many_small_kernels ------------------------------------------------------
@@ -497,7 +551,9 @@ TEST(HostOverhead, FiresWhenTheGpuIdles) {
   d = MakeHostOverheadTool()->Run(in);
   ExpectWellFormed(d, "host_overhead");
   EXPECT_EQ(d->evidence.at("syncs_per_call"), 2);
-  EXPECT_NE(d->advice.find("2 host synchronisation(s) per call and 2 memory copies"), std::string::npos) << d->advice;
+  EXPECT_NE(d->advice.find("2 host synchronisation(s) per call and 2 memory copies"),
+            std::string::npos)
+      << d->advice;
 }
 
 TEST(HostOverhead, FiresOnSlowHostClock) {
