@@ -26,12 +26,18 @@ class ManySmallKernels : public AnalysisTool {
     // The gaps the timeline measured between the call's kernels, else the
     // modelled launch cost of each extra launch; plus the intermediate traffic
     // fusion removes, which only the fused kernel would show.
-    double launch_ms = (in.kernel_launches - 1) * in.thresholds->Get(name(), "launch_cost_us") / 1e3;
+    double launch_ms =
+        (in.kernel_launches - 1) * in.thresholds->Get(name(), "launch_cost_us") / 1e3;
     if (in.gap_ms >= 0) {
       launch_ms = in.gap_ms;
       d.evidence["gap_ms_per_call"] = in.gap_ms;
     }
-    d.estimated_gain = std::min(launch_ms / in.time_ms, 1.0);
+    // What the call could really save: the gaps (fusing the kernels removes
+    // them), never the kernels' own time.
+    double saved_ms = std::max(0.0, std::min(launch_ms, in.time_ms - in.kernel_ms));
+    d.evidence["saved_ms_per_call"] = saved_ms;
+    d.estimated_gain = std::clamp(saved_ms / in.time_ms, 0.0, 1.0);
+    if (d.estimated_gain <= 0) return std::nullopt;
     d.advice = fmt::format(
         "One call launches {} kernels averaging {:.1f} us each. Fuse them into one kernel (the "
         "intermediates then never touch DRAM), or at least capture the sequence in a CUDA graph.",
@@ -43,6 +49,8 @@ class ManySmallKernels : public AnalysisTool {
 
 }  // namespace
 
-std::unique_ptr<AnalysisTool> MakeManySmallKernelsTool() { return std::make_unique<ManySmallKernels>(); }
+std::unique_ptr<AnalysisTool> MakeManySmallKernelsTool() {
+  return std::make_unique<ManySmallKernels>();
+}
 
 }  // namespace kopt

@@ -523,6 +523,21 @@ TEST(ManySmallKernels, FiresOnAChainOfTinyLaunches) {
   EXPECT_EQ(t->evidence.at("gap_ms_per_call"), 0.045);
 }
 
+// A launch-bound network of 193 short kernels: the gain is what the call
+// could really save, never 100% (the kernels' own time stays).
+TEST(ManySmallKernels, TheGainIsWhatTheCallCouldSave) {
+  AnalysisInput in = Input(BoundClass::kLaunchHost);
+  in.kernel_launches = 193;
+  in.kernel_ms = 0.45;
+  in.time_ms = 2.0;
+  in.gap_ms = 1.9;  // the timeline's gaps can exceed the idle time (overlap)
+  auto d = MakeManySmallKernelsTool()->Run(in);
+  ExpectWellFormed(d, "many_small_kernels");
+  EXPECT_NEAR(d->estimated_gain, (2.0 - 0.45) / 2.0, 1e-9);  // the idle time, not the gaps
+  in.gap_ms = 1.2;
+  EXPECT_NEAR(MakeManySmallKernelsTool()->Run(in)->estimated_gain, 1.2 / 2.0, 1e-9);
+}
+
 TEST(ManySmallKernels, QuietOnOneOrLongKernels) {
   AnalysisInput in = Input(BoundClass::kMemoryDram);
   in.kernel_launches = 1;
