@@ -207,12 +207,19 @@ void PrintResult(const LoopResult& r, const fs::path& store_path) {
 Json ResultJson(const LoopResult& r) {
   Json tasks = Json::array();
   for (const auto& t : r.tasks) {
-    Json j{{"task", t.name},           {"status", TaskStatusName(t.status)},
-           {"error", t.error},         {"best_node", t.best_node},
-           {"nodes", t.nodes},         {"measured", t.measured},
-           {"failed", t.failed},       {"abandoned", t.abandoned},
-           {"finalists", t.finalists}, {"notes", t.notes},
-           {"profiled", t.profiled},   {"reference_kept", t.reference_kept},   {"best_diagnoses", ToJson(t.best_diagnoses)}};
+    Json j{{"task", t.name},
+           {"status", TaskStatusName(t.status)},
+           {"error", t.error},
+           {"best_node", t.best_node},
+           {"nodes", t.nodes},
+           {"measured", t.measured},
+           {"failed", t.failed},
+           {"abandoned", t.abandoned},
+           {"finalists", t.finalists},
+           {"notes", t.notes},
+           {"profiled", t.profiled},
+           {"reference_kept", t.reference_kept},
+           {"best_diagnoses", ToJson(t.best_diagnoses)}};
     if (t.best_proposal) j["best_candidate"] = t.best_proposal->candidate.name;
     if (t.best) j["best"] = ToJson(*t.best);
     if (t.bundle) {

@@ -187,11 +187,7 @@ ProfileData Collect(const ProfileArgs& a, const fs::path& data_dir,
   ctx.clean_worker.reset();
 
   std::vector<BuildResult> objects;
-  if (rec.build && rec.build->ok) objects.push_back(*rec.build);
-  ProfileTarget target;
-  target.task = task.path;
-  target.kind = d.candidate_kind;
-  target.candidate = rec.build && rec.build->ok ? rec.build->so_path : cand.path;
+  ProfileTarget target = ProfileTargetOf(task, cand, rec, &objects);
   target.device = a.common.device;
   target.python = PythonFor(a.common);
   target.repo_root = ctx.repo_root;

@@ -42,8 +42,9 @@ TEST(SameKernel, MatchesMangledDemangledAndBaseNames) {
 }
 
 // The ncu recording of tests/data/ncu/profile_fixtures.cu on the H200 with
-// the real SASS of the same kernels (tests/data/sass/kernels_sm90.sass).
-TEST(DiagnoseProfile, FixturesEndToEnd) {
+// the real SASS of the same kernels (tests/data/sass/kernels_sm90.sass),
+// diagnosed as one call.
+DiagnosisReport FixtureReport(const Thresholds& t) {
   fs::path root = testing::SourceDir();
   NcuReport ncu = ParseNcuCsv(ReadTextFile(root / "tests/data/ncu/h200_raw_page.csv"));
   StaticReport sr =
@@ -52,9 +53,13 @@ TEST(DiagnoseProfile, FixturesEndToEnd) {
   ctx.device.sm_count = 132;
   ctx.ceilings.bandwidth_bytes_per_s = 4.0e12;
   ctx.ceilings.fp32_flops_per_s = 60e12;
-  Thresholds t = LoadThresholds(root / "data/diagnose/thresholds.json");
   RooflineThresholds rt = LoadRooflineThresholds(root / "data/diagnose/roofline.json");
-  DiagnosisReport r = DiagnoseProfile(ncu, sr, ctx, BuiltinTools(), t, rt);
+  return DiagnoseProfile(ncu, sr, ctx, BuiltinTools(), t, rt);
+}
+
+TEST(DiagnoseProfile, FixturesEndToEnd) {
+  Thresholds t = LoadThresholds(testing::SourceDir() / "data/diagnose/thresholds.json");
+  DiagnosisReport r = FixtureReport(t);
   for (const auto& k : r.kernels) {
     std::string tools;
     for (const auto& d : k.diagnoses) tools += " " + d.tool + "(" + d.severity + ")";
@@ -109,17 +114,8 @@ TEST(DiagnoseProfile, FixturesEndToEnd) {
 // gain times its share of the call's time, and severity follows that (the
 // nine fixture kernels as one call, each a fraction of it).
 TEST(DiagnoseProfile, GainsAreSharesOfTheWholeCall) {
-  fs::path root = testing::SourceDir();
-  NcuReport ncu = ParseNcuCsv(ReadTextFile(root / "tests/data/ncu/h200_raw_page.csv"));
-  StaticReport sr =
-      MergeStatic({}, ParseSass(ReadTextFile(root / "tests/data/sass/kernels_sm90.sass")));
-  ProfileContext ctx;
-  ctx.device.sm_count = 132;
-  ctx.ceilings.bandwidth_bytes_per_s = 4.0e12;
-  ctx.ceilings.fp32_flops_per_s = 60e12;
-  Thresholds t = LoadThresholds(root / "data/diagnose/thresholds.json");
-  RooflineThresholds rt = LoadRooflineThresholds(root / "data/diagnose/roofline.json");
-  DiagnosisReport r = DiagnoseProfile(ncu, sr, ctx, BuiltinTools(), t, rt);
+  Thresholds t = LoadThresholds(testing::SourceDir() / "data/diagnose/thresholds.json");
+  DiagnosisReport r = FixtureReport(t);
   double total_ms = 0;
   for (const auto& k : r.kernels) total_ms += k.mean_ms * k.launches;
   int checked = 0;

@@ -60,6 +60,17 @@ ProfileData MakeProfileData(const Task& task, const TaskBundle& bundle, const Ca
   return d;
 }
 
+ProfileTarget ProfileTargetOf(const Task& task, const Candidate& candidate,
+                              const EvalRecord& record, std::vector<BuildResult>* objects) {
+  bool built = record.build && record.build->ok;
+  ProfileTarget target;
+  target.task = task.path;
+  target.kind = CandidateKindName(candidate.kind);
+  target.candidate = built ? record.build->so_path : candidate.path;
+  if (built) objects->push_back(*record.build);
+  return target;
+}
+
 NodeProfile StoredProfileOf(const ProfileData& data, const DiagnosisReport& report) {
   NodeProfile p;
   p.ok = true;
@@ -109,10 +120,8 @@ class ProcessNodeProfiler : public NodeProfiler {
     }
     ProfileData d = MakeProfileData(task, bundle, candidate, record, c_.runner->Device(),
                                     c_.runner->DeviceCeilings(), c_.calls);
-    ProfileTarget target;
-    target.task = task.path;
-    target.kind = d.candidate_kind;
-    target.candidate = cuda ? record.build->so_path : candidate.path;
+    std::vector<BuildResult> objects;
+    ProfileTarget target = ProfileTargetOf(task, candidate, record, &objects);
     target.device = c_.gpu;
     target.python = c_.python;
     target.repo_root = c_.repo_root;
@@ -123,8 +132,6 @@ class ProcessNodeProfiler : public NodeProfiler {
     to.tier = c_.tier;
     to.hybrid = !cuda;
     to.progress = c_.progress;
-    std::vector<BuildResult> objects;
-    if (cuda) objects.push_back(*record.build);
     try {
       RunProfileTiers(*profiler_, target, objects, to, c_.data_dir, &d);
       NodeProfile p = StoredProfileOf(d, DiagnoseProfileData(d, c_.data_dir));

@@ -73,6 +73,12 @@ ProfileData MakeProfileData(const Task& task, const TaskBundle& bundle, const Ca
                             const EvalRecord& record, const DeviceInfo& device,
                             const Ceilings& ceilings, int calls);
 
+/// What ncu profiles of a measured candidate: its build's shared object (a
+/// cuda candidate with a build) or its file (a hybrid), with the build as
+/// the static tier's object. The caller adds where and how to run it.
+ProfileTarget ProfileTargetOf(const Task& task, const Candidate& candidate,
+                              const EvalRecord& record, std::vector<BuildResult>* objects);
+
 /// What the run store keeps of a diagnosed profile (no raw CSV or SASS),
 /// and the diagnoses in the order the reports read them.
 NodeProfile StoredProfileOf(const ProfileData& data, const DiagnosisReport& report);
