@@ -238,12 +238,48 @@ def op_flops(func, args, kwargs, out, outs: List[torch.Tensor]) -> int:
     return int(op_flops_or_none(func, args, kwargs, out, outs) or 0)
 
 
+GRAPH_VERSION = 2  # 2: values with their ABI sources, each node's args and dataflow
+
+
+def _render_arg(a, vid):
+    """An op argument as JSON: a tensor as {"v": id}, containers recursively,
+    numbers, bools, strings and None as they are, anything else as its str."""
+    if isinstance(a, torch.Tensor):
+        return {"v": vid(a)}
+    if isinstance(a, (list, tuple)):
+        return [_render_arg(x, vid) for x in a]
+    if isinstance(a, dict):
+        return {str(k): _render_arg(x, vid) for k, x in a.items()}
+    if a is None or isinstance(a, (bool, int, str)):
+        return a
+    if isinstance(a, float):
+        return a if math.isfinite(a) else str(a)
+    return str(a)
+
+
 if TorchDispatchMode is not None:
     class GraphRecorder(TorchDispatchMode):
+        """Records each aten op the forward runs: its name, arguments (tensors
+        as value ids), input and output value ids, shapes, dtype and FLOPs.
+        A value is one tensor object; the ABI inputs are registered first so
+        the graph says which value is which input, parameter or buffer."""
+
         def __init__(self):
             super().__init__()
             self.nodes: List[dict] = []
             self.uncounted: dict = {}  # op name -> calls, for ops no FLOP rule covers
+            self.values: List[dict] = []
+            self._ids: dict = {}  # id(tensor) -> value id
+            self._keep: List[torch.Tensor] = []  # keeps ids unique while recording
+
+        def value(self, t: torch.Tensor, source: Optional[dict] = None) -> int:
+            k = id(t)
+            if k not in self._ids:
+                self._ids[k] = len(self.values)
+                self._keep.append(t)
+                self.values.append({"shape": list(t.shape), "dtype": dtype_name(t.dtype),
+                                    "source": source or {"kind": "const"}})
+            return self._ids[k]
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
@@ -258,6 +294,13 @@ if TorchDispatchMode is not None:
                     self.uncounted[name] = self.uncounted.get(name, 0) + 1
                 flops = int(rule or 0)
                 first = outs[0] if outs else (ins[0] if ins else None)
+                node_index = len(self.nodes)
+                in_ids = [self.value(t) for t in ins]
+                out_ids = []
+                for j, o in enumerate(outs):
+                    if id(o) in self._ids:  # in place, or a returned input: a new value
+                        del self._ids[id(o)]
+                    out_ids.append(self.value(o, {"kind": "op", "node": node_index, "output": j}))
                 self.nodes.append({
                     "op": func._schema.name,
                     "in_shapes": [list(t.shape) for t in ins],
@@ -265,6 +308,10 @@ if TorchDispatchMode is not None:
                     "dtype": dtype_name(first.dtype) if first is not None else None,
                     "flops": flops,
                     "class": "matrix" if is_matrix_op(base) else "other",
+                    "args": _render_arg(list(args), self.value),
+                    "kwargs": _render_arg(kwargs, self.value),
+                    "in": in_ids,
+                    "out": out_ids,
                 })
             except Exception:
                 pass
@@ -274,20 +321,35 @@ else:  # pragma: no cover
 
 
 def record_graph(ref: Reference, args: List[Any], seed: int) -> dict:
+    """The forward's aten op graph (GRAPH_VERSION): nodes in execution order,
+    values with where each comes from (an ABI input by index, an op's output,
+    or a constant), and the values the forward returns."""
     if GraphRecorder is None:
         return {"nodes": [], "flops": 0, "flops_by_class": {"matrix": 0, "other": 0},
                 "error": "TorchDispatchMode unavailable", "uncounted_ops": None}
     rec = GraphRecorder()
     ref.restore()
     from .inputs import seed_all
+    from .tasks import flatten_outputs
 
+    abi = 0
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            rec.value(a, {"kind": "abi", "index": abi, "role": "input"})
+        abi += 1  # a scalar argument is a 0-d ABI tensor; ops see the number
+    for role, state in (("param", ref.params), ("buffer", ref.buffers)):
+        for name, t in state:
+            rec.value(t, {"kind": "abi", "index": abi, "role": role, "name": name})
+            abi += 1
     seed_all(seed)
     with torch.no_grad():
         with rec:
-            ref.model(*args)
+            result = ref.model(*args)
+    outputs = [rec.value(o) for o in flatten_outputs(result) if isinstance(o, torch.Tensor)]
     matrix = sum(n["flops"] for n in rec.nodes if n["class"] == "matrix")
     other = sum(n["flops"] for n in rec.nodes if n["class"] != "matrix")
-    return {"nodes": rec.nodes, "flops": matrix + other,
+    return {"version": GRAPH_VERSION, "nodes": rec.nodes, "values": rec.values,
+            "outputs": outputs, "flops": matrix + other,
             "flops_by_class": {"matrix": matrix, "other": other},
             "uncounted_ops": sorted(rec.uncounted)}
 
