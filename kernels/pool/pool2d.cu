@@ -1,0 +1,232 @@
+// Template: 2-D max or average pooling over contiguous NCHW (or CHW) fp32,
+// torch semantics (max_pool2d / avg_pool2d, dilation 1). The window, stride,
+// padding and modes are slots set by a planner; the output shape comes from
+// out[0] and is checked against torch's formula. See README.md next to this
+// file.
+//
+// Staged kernel (used when the input tile fits in shared memory and the
+// output planes are big enough to fill a tile): a block computes a tile of
+// th output rows x tw*V output columns of one plane; it first copies the
+// input footprint of the tile ((th-1)*SH+KH rows x (tw*V-1)*SW+KW columns)
+// into shared memory with coalesced loads (padding as -inf for max, 0 for
+// avg), then each thread computes V outputs of one row, at columns tx,
+// tx+tw, ... (consecutive threads -> consecutive outputs: coalesced stores,
+// conflict-free shared reads for SW = 1, 2-way for SW = 2).
+// Direct kernel otherwise (small planes, huge windows): a grid-stride loop,
+// each thread V consecutive outputs of one row, reading the input through L1.
+// Max: padding never wins (as -inf); NaN propagates (a NaN in the window is
+// the result, like torch). Avg: fp32 sum, divided by the window size clipped
+// to the padded input (count_include_pad) or to the input (otherwise).
+#include <kopt/abi.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#define KOPT_MAX 1  // slot: 1 max pooling, 0 average pooling. Values 0, 1
+#define KOPT_KH 3  // slot: window height, >= 1
+#define KOPT_KW 3  // slot: window width, >= 1
+#define KOPT_SH 2  // slot: stride along H, >= 1 (torch: stride defaults to the kernel size)
+#define KOPT_SW 2  // slot: stride along W, >= 1
+#define KOPT_PH 1  // slot: padding along H, 0 <= PH <= KH / 2
+#define KOPT_PW 1  // slot: padding along W, 0 <= PW <= KW / 2
+#define KOPT_COUNT_INCLUDE_PAD 1  // slot: avg only: 1 divides by the window clipped to the padded input (torch default), 0 by the valid elements. Values 0, 1
+#define KOPT_CEIL_MODE 0  // slot: 1 output size rounds up (a last partial window), 0 down. Values 0, 1
+
+// kopt:knob THREADS 256 64..1024*2 threads per block: bigger tiles (less halo re-read) or more blocks
+constexpr int THREADS = 256;
+// kopt:knob V 2 {1,2,4,8} outputs each thread computes along W: more work and shared reuse per thread, fewer threads
+constexpr int V = 2;
+// kopt:knob BLOCKS_PER_SM 16 {4,8,16,32,64} grid cap of the direct kernel's grid-stride loop, in blocks per SM
+constexpr int BLOCKS_PER_SM = 16;
+// kopt:knob SMEM_KB 48 {16,32,48} most shared memory (KiB) a staged tile may use; larger footprints use the direct kernel
+constexpr int SMEM_KB = 48;
+// kopt:constraint THREADS % 32 == 0 && THREADS <= 1024
+
+constexpr bool IS_MAX = KOPT_MAX != 0;
+constexpr int KH = KOPT_KH, KW = KOPT_KW, SH = KOPT_SH, SW = KOPT_SW, PH = KOPT_PH, PW = KOPT_PW;
+constexpr bool INCLUDE_PAD = KOPT_COUNT_INCLUDE_PAD != 0;
+constexpr bool CEIL_MODE = KOPT_CEIL_MODE != 0;
+static_assert(KH >= 1 && KW >= 1 && SH >= 1 && SW >= 1, "window and stride are >= 1");
+static_assert(PH >= 0 && PW >= 0 && 2 * PH <= KH && 2 * PW <= KW, "padding is at most half the window");
+constexpr float PADV = IS_MAX ? -INFINITY : 0.f;
+// fully unroll small windows only
+constexpr int UNROLL_KW = KW <= 16 ? KW : 4;
+constexpr int UNROLL_KH = KH * KW <= 64 ? KH : 1;
+
+__device__ __forceinline__ void max_step(float& m, float v) {
+  if (v > m || v != v) m = v;  // NaN sticks, like torch
+}
+
+// torch's divisor for the window starting at (hs, ws) (unclipped) on an H x W input.
+__device__ __forceinline__ float avg_divisor(int hs, int ws, int H, int W) {
+  int he = hs + KH, we = ws + KW;
+  if (he > H + PH) he = H + PH;
+  if (we > W + PW) we = W + PW;
+  const int pool = (he - hs) * (we - ws);
+  if (INCLUDE_PAD) return (float)pool;
+  const int h0 = hs > 0 ? hs : 0, w0 = ws > 0 ? ws : 0;
+  const int h1 = he < H ? he : H, w1 = we < W ? we : W;
+  return (float)((h1 - h0) * (w1 - w0));
+}
+
+// Avg of an empty clipped window: torch writes 0.
+__device__ __forceinline__ bool avg_empty(int hs, int ws, int H, int W) {
+  const int h0 = hs > 0 ? hs : 0, w0 = ws > 0 ? ws : 0;
+  int h1 = hs + KH, w1 = ws + KW;
+  if (h1 > H) h1 = H;
+  if (w1 > W) w1 = W;
+  return h0 >= h1 || w0 >= w1;
+}
+
+// Block = tw x th threads (tw = 1 << twl); blockIdx.x = (plane, tile row, tile col).
+__global__ void __launch_bounds__(THREADS)
+    pool_staged(const float* __restrict__ x, float* __restrict__ y, int H, int W, int OH, int OW,
+                int twl, int tiles_h, int tiles_w, int in_rows, int in_cols) {
+  extern __shared__ float tile[];  // [in_rows][in_cols]
+  const int tw = 1 << twl, th = THREADS >> twl;
+  const int tx = threadIdx.x & (tw - 1), ty = threadIdx.x >> twl;
+  long long b = blockIdx.x;
+  const int tc = (int)(b % tiles_w);
+  b /= tiles_w;
+  const int tr = (int)(b % tiles_h);
+  const long long plane = b / tiles_h;
+  const int oh0 = tr * th, ow0 = tc * tw * V;
+  const int h0 = oh0 * SH - PH, w0 = ow0 * SW - PW;
+  const float* xp = x + plane * (long long)H * W;
+  const int n = in_rows * in_cols;
+  for (int k = threadIdx.x; k < n; k += THREADS) {
+    const int r = k / in_cols, c = k - r * in_cols;
+    const int h = h0 + r, w = w0 + c;
+    tile[k] = (h >= 0 && h < H && w >= 0 && w < W) ? __ldg(xp + (long long)h * W + w) : PADV;
+  }
+  __syncthreads();
+  const int oh = oh0 + ty;
+  if (oh >= OH) return;
+  float* yr = y + (plane * OH + oh) * (long long)OW;
+  const float* trow = tile + ty * SH * in_cols;
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    const int j = tx + v * tw;  // output column within the tile
+    const int ow = ow0 + j;
+    if (ow >= OW) break;
+    const float* t = trow + j * SW;
+    float acc = PADV;
+#pragma unroll UNROLL_KH
+    for (int kh = 0; kh < KH; ++kh) {
+#pragma unroll UNROLL_KW
+      for (int kw = 0; kw < KW; ++kw) {
+        const float val = t[kh * in_cols + kw];
+        if (IS_MAX) max_step(acc, val);
+        else acc += val;
+      }
+    }
+    if (!IS_MAX) {
+      const int hs = oh * SH - PH, ws = ow * SW - PW;
+      acc = avg_empty(hs, ws, H, W) ? 0.f : acc / avg_divisor(hs, ws, H, W);
+    }
+    yr[ow] = acc;
+  }
+}
+
+// Grid-stride over (plane, oh, group of V consecutive ow).
+__global__ void __launch_bounds__(THREADS)
+    pool_direct(const float* __restrict__ x, float* __restrict__ y, long long planes, int H, int W,
+                int OH, int OW) {
+  const int groups = (OW + V - 1) / V;
+  const long long total = planes * OH * groups;
+  const long long step = (long long)gridDim.x * THREADS;
+  for (long long idx = (long long)blockIdx.x * THREADS + threadIdx.x; idx < total; idx += step) {
+    const int g = (int)(idx % groups);
+    const long long t = idx / groups;
+    const int oh = (int)(t % OH);
+    const long long plane = t / OH;
+    const float* xp = x + plane * (long long)H * W;
+    float* yr = y + (plane * OH + oh) * (long long)OW;
+    const int hs = oh * SH - PH;
+    const int hlo = hs > 0 ? hs : 0, hhi = hs + KH < H ? hs + KH : H;
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      const int ow = g * V + v;
+      if (ow >= OW) break;
+      const int ws = ow * SW - PW;
+      const int wlo = ws > 0 ? ws : 0, whi = ws + KW < W ? ws + KW : W;
+      float acc = PADV;
+      for (int h = hlo; h < hhi; ++h) {
+        const float* xr = xp + (long long)h * W;
+        for (int w = wlo; w < whi; ++w) {
+          const float val = __ldg(xr + w);
+          if (IS_MAX) max_step(acc, val);
+          else acc += val;
+        }
+      }
+      if (!IS_MAX) acc = avg_empty(hs, ws, H, W) ? 0.f : acc / avg_divisor(hs, ws, H, W);
+      yr[ow] = acc;
+    }
+  }
+}
+
+// torch's pooling_output_shape (dilation 1).
+static long long pooled_size(long long in, int k, int s, int p) {
+  const long long num = in + 2LL * p - k + (CEIL_MODE ? s - 1 : 0);
+  long long o = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
+  if (CEIL_MODE && (o - 1) * s >= in + p) --o;
+  return o;
+}
+
+extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, int n_out,
+                            kopt_stream stream) {
+  if (n_in < 1 || n_out != 1) return 1;
+  const kopt_tensor& X = in[0];
+  kopt_tensor& Y = out[0];
+  if (X.dtype != KOPT_FLOAT32 || Y.dtype != KOPT_FLOAT32) return 2;
+  if ((X.ndim != 4 && X.ndim != 3) || Y.ndim != X.ndim) return 2;
+  if (!kopt_is_contiguous(X) || !kopt_is_contiguous(Y)) return 3;
+  const int nd = X.ndim;
+  const long long H = X.shape[nd - 2], W = X.shape[nd - 1];
+  long long planes = 1;
+  for (int d = 0; d < nd - 2; ++d) {
+    if (Y.shape[d] != X.shape[d]) return 4;
+    planes *= X.shape[d];
+  }
+  const long long OH = pooled_size(H, KH, SH, PH), OW = pooled_size(W, KW, SW, PW);
+  if (Y.shape[nd - 2] != OH || Y.shape[nd - 1] != OW) return 4;
+  if (OH <= 0 || OW <= 0) return 4;
+  if (H > 0x7fffffffLL / 4 || W > 0x7fffffffLL / 4 || OH > 0x7fffffffLL / 4 ||
+      OW > 0x7fffffffLL / 4)
+    return 5;
+  if (planes == 0) return 0;
+  if (H == 0 || W == 0) return 4;
+
+  const float* xs = static_cast<const float*>(X.data);
+  float* ys = static_cast<float*>(Y.data);
+  cudaStream_t st = (cudaStream_t)stream;
+
+  // staged tile: tw threads along W (power of two <= 32, covering OW / V), th rows
+  const long long cols = (OW + V - 1) / V;
+  int twl = 0;
+  while ((1 << twl) < 32 && (1LL << twl) < cols) ++twl;
+  const int tw = 1 << twl, th = THREADS >> twl;
+  const long long tiles_w = (OW + (long long)tw * V - 1) / ((long long)tw * V);
+  const long long tiles_h = (OH + th - 1) / th;
+  const long long in_rows = (long long)(th - 1) * SH + KH;
+  const long long in_cols = ((long long)tw * V - 1) * SW + KW;
+  const long long smem = in_rows * in_cols * 4;
+  const long long blocks = planes * tiles_h * tiles_w;
+  // share of the tile's threads with an output to compute
+  const double used = (double)(OH * cols) / ((double)tiles_h * th * tiles_w * tw);
+  if (smem <= SMEM_KB * 1024LL && used >= 0.5 && blocks <= 0x7fffffffLL) {
+    pool_staged<<<(unsigned)blocks, THREADS, (size_t)smem, st>>>(
+        xs, ys, (int)H, (int)W, (int)OH, (int)OW, twl, (int)tiles_h, (int)tiles_w, (int)in_rows,
+        (int)in_cols);
+    return (int)cudaGetLastError();
+  }
+  int dev = 0, sms = 132;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  const long long total = planes * OH * ((OW + V - 1) / V);
+  long long grid = (total + THREADS - 1) / THREADS;
+  if (grid > (long long)sms * BLOCKS_PER_SM) grid = (long long)sms * BLOCKS_PER_SM;
+  pool_direct<<<(unsigned)grid, THREADS, 0, st>>>(xs, ys, planes, (int)H, (int)W, (int)OH,
+                                                  (int)OW);
+  return (int)cudaGetLastError();
+}
