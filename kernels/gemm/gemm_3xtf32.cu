@@ -51,9 +51,8 @@ constexpr int WN = 64;
 constexpr int STAGES = 3;
 // kopt:knob GROUP_M 8 {1,4,8,16} tile rows visited together: L2 reuse of B tiles across neighbouring blocks
 constexpr int GROUP_M = 8;
-// kopt:constraint BM % WM == 0 && BN % WN == 0 && (BM / WM) * (BN / WN) <= 16
+// kopt:constraint BM % WM == 0 && BN % WN == 0 && (BM / WM) * (BN / WN) <= 8
 // kopt:constraint WM * WN / 32 + WN / 2 + 48 <= 255
-// kopt:constraint (BM / WM) * (BN / WN) * 32 * (WM * WN / 32 + WN / 2 + 48) <= 65536
 // kopt:constraint STAGES * (BM + BN) * (BK + 8) * 4 <= 232448
 
 constexpr int WARPS_M = BM / WM;
@@ -107,7 +106,7 @@ __device__ __forceinline__ void split_tf32(float x, uint32_t& big, uint32_t& sma
 // a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4); B fragment (8×8, "col"):
 // b0 (k=t, n=g), b1 (k=t+4, n=g); C: c0,c1 (g, 2t..2t+1), c2,c3 (g+8, 2t..2t+1).
 __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
+  asm(
       "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
@@ -247,20 +246,21 @@ gemm_3xtf32_kernel(const float* __restrict__ A, const float* __restrict__ B, con
     cp_async_commit();  // always commit, so group counting stays uniform
   }
 
+  int read_stage = 0, write_stage = STAGES - 1;
   for (int kt = 0; kt < KT; ++kt) {
     cp_async_wait<STAGES - 2>();  // tile kt has landed (this thread's copies)
     __syncthreads();              // ... everyone's, and stage (kt-1) is free
-    {
-      const int pre = kt + STAGES - 1;
-      if (pre < KT) load_stage(pre % STAGES, pre);
-      cp_async_commit();
-    }
-    const float* a_s = sA + (kt % STAGES) * A_STAGE + (wm * WM + g) * LDA + 2 * t;
+    if (kt + STAGES - 1 < KT) load_stage(write_stage, kt + STAGES - 1);
+    cp_async_commit();
+    write_stage = write_stage == STAGES - 1 ? 0 : write_stage + 1;
+
+    const float* a_s = sA + read_stage * A_STAGE + (wm * WM + g) * LDA + 2 * t;
 #if KOPT_TRANS_B
-    const float* b_s = sB + (kt % STAGES) * B_STAGE + (wn * WN + g) * LDB + 2 * t;
+    const float* b_s = sB + read_stage * B_STAGE + (wn * WN + g) * LDB + 2 * t;
 #else
-    const float* b_s = sB + (kt % STAGES) * B_STAGE + (2 * t) * LDB + wn * WN + g;
+    const float* b_s = sB + read_stage * B_STAGE + (2 * t) * LDB + wn * WN + g;
 #endif
+    read_stage = read_stage == STAGES - 1 ? 0 : read_stage + 1;
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 8) {
       // B fragments of this warp's NI n-tiles: slot t <- k = kk+2t, slot t+4 <- k = kk+2t+1.
