@@ -16,7 +16,7 @@ namespace {
 
 // Bumped whenever the bundle's contents or their derivation change, so stale
 // cache entries are captured again.
-constexpr const char* kBundleFormat = "bundle-v4";
+constexpr const char* kBundleFormat = "bundle-v5";  // v5: op graph v2 (dataflow and args)
 
 double Since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

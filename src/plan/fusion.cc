@@ -1,0 +1,1280 @@
+#include "plan/fusion.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace kopt {
+namespace {
+
+// Ops that only re-label a contiguous tensor's shape: the element order is
+// unchanged, so a fused kernel reads them as the value they view.
+const std::set<std::string> kViewOps = {"view",    "_unsafe_view", "reshape", "unsqueeze",
+                                        "squeeze", "alias",        "detach",  "clone",
+                                        "contiguous", "expand", "lift_fresh", "flatten"};
+
+enum class Kind { kElem, kRow };
+
+/// A value as the kernel sees it.
+struct Val {
+  Kind kind = Kind::kElem;
+  std::string name;   ///< the C variable that holds it inside the kernel
+  int leaf = -1;      ///< index into Program::leaves when it is read from an ABI input
+  std::string dtype;  ///< "float32", or "int64" for an arg-reduction's index
+};
+
+/// An ABI input the kernel reads.
+struct Leaf {
+  int abi = 0;
+  std::vector<long long> shape;  ///< as the graph uses it (a view of the input keeps its memory order)
+  bool full = false;             ///< the same number of elements as F: read at the linear index
+  bool col = false;              ///< one value per column of F ([C], [1, C]): read at i % cols
+};
+
+/// A value computed in the kernel: `name = expr`, in element or row scope.
+struct Def {
+  Kind scope = Kind::kElem;
+  std::string name;
+  std::string type = "float";
+  std::string expr;
+  std::vector<std::string> deps;  ///< names it reads (defs, leaves, stats)
+};
+
+/// A reduction over the row: acc combines `input` (an element-scope name).
+struct Stat {
+  std::string name;   ///< row-scope result (argmax: name is the index, name_v the value)
+  std::string op;     ///< sum, max, min, argmax, argmin
+  std::string input;
+  int pass = 0;
+};
+
+struct Output {
+  int abi = 0;        ///< out[] index
+  std::string name;   ///< the value stored
+  Kind kind = Kind::kElem;
+  std::string type;   ///< float or long long
+};
+
+struct Program {
+  std::vector<long long> F;  ///< the iteration shape
+  std::vector<Leaf> leaves;
+  std::vector<Def> defs;  ///< in dependency order
+  std::vector<Stat> stats;
+  std::vector<Output> outputs;
+  std::vector<std::string> ops;
+  int temp = 0;
+  std::string NewName(const char* prefix) { return fmt::format("{}{}", prefix, temp++); }
+};
+
+std::string FloatLiteral(double v) {
+  if (std::isnan(v)) return "NAN";
+  if (std::isinf(v)) return v > 0 ? "INFINITY" : "(-INFINITY)";
+  std::string s = fmt::format("{:.9g}", v);
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return "(" + s + "f)";
+}
+
+long long Numel(const std::vector<long long>& s) {
+  long long n = 1;
+  for (long long d : s) n *= d;
+  return n;
+}
+
+/// Right-aligned broadcast of `s` to `f`.
+bool BroadcastsTo(const std::vector<long long>& s, const std::vector<long long>& f) {
+  if (s.size() > f.size()) {
+    for (std::size_t i = 0; i + f.size() < s.size(); ++i)
+      if (s[i] != 1) return false;
+  }
+  for (std::size_t k = 1; k <= std::min(s.size(), f.size()); ++k) {
+    const long long a = s[s.size() - k], b = f[f.size() - k];
+    if (a != 1 && a != b) return false;
+  }
+  return true;
+}
+
+/// A dim argument normalized against `rank`; nullopt when it is not one integer.
+std::optional<int> OneDim(const Json* j, int rank) {
+  if (!j) return std::nullopt;
+  const Json* d = j;
+  if (j->is_array()) {
+    if (j->size() != 1) return std::nullopt;
+    d = &j->at(0);
+  }
+  if (!d->is_number_integer()) return std::nullopt;
+  int v = d->get<int>();
+  if (v < 0) v += rank;
+  if (v < 0 || v >= rank) return std::nullopt;
+  return v;
+}
+
+class Builder {
+ public:
+  explicit Builder(const OpGraph& g) : g_(g) {}
+
+  FusionResult Run() {
+    FusionResult r;
+    if (!ChooseShape(&r.why_not)) return r;
+    for (const GraphNode& n : g_.nodes) {
+      std::string why;
+      if (!Node(n, &why)) {
+        r.why_not = why;
+        return r;
+      }
+      p_.ops.push_back(n.op);
+    }
+    if (!Outputs(&r.why_not)) return r;
+    r.kernel = Emit();
+    return r;
+  }
+
+ private:
+  // ---- analysis ----------------------------------------------------------
+
+  /// F: the input of the first last-dim reduction when there is one, else
+  /// the largest output.
+  bool ChooseShape(std::string* why) {
+    for (const GraphNode& n : g_.nodes) {
+      if (n.matrix) {
+        *why = n.op + " is a matrix op: it goes to a library call or a GEMM template, not a fused chain";
+        return false;
+      }
+    }
+    long long best = -1;
+    for (int o : g_.outputs) {
+      const GraphValue& v = g_.Value(o);
+      if (v.Numel() > best) {
+        best = v.Numel();
+        p_.F = v.shape;
+      }
+    }
+    for (const GraphNode& n : g_.nodes) {
+      if (IsRowReduction(n.base) && !n.in.empty()) {
+        const GraphValue& x = g_.Value(n.in[0]);
+        if (x.Numel() >= best) p_.F = x.shape;
+        break;
+      }
+    }
+    if (p_.F.empty() || Numel(p_.F) <= 0) {
+      *why = "the forward returns no tensor with elements";
+      return false;
+    }
+    return true;
+  }
+
+  static bool IsRowReduction(const std::string& b) {
+    static const std::set<std::string> k = {
+        "sum",     "mean",   "amax",    "amin",      "max",      "min",          "argmax",
+        "argmin",  "var",    "std",     "var_mean",  "std_mean", "logsumexp",    "_softmax",
+        "softmax", "_log_softmax", "log_softmax", "native_layer_norm", "linalg_vector_norm", "norm"};
+    return k.count(b) > 0;
+  }
+
+  long long Cols() const { return p_.F.back(); }
+  long long Rows() const { return Numel(p_.F) / std::max(1LL, Cols()); }
+
+  /// The kernel's view of value `id`, creating a leaf for an ABI input.
+  const Val* Get(int id, std::string* why) {
+    if (auto it = vals_.find(id); it != vals_.end()) return &it->second;
+    const GraphValue& v = g_.Value(id);
+    if (v.source != "abi") {
+      *why = fmt::format("value {} ({}) is made outside any op the generator knows", id, v.dtype);
+      return nullptr;
+    }
+    if (v.dtype != "float32") {
+      *why = fmt::format("input {} is {}; the generator handles float32", v.abi_index, v.dtype);
+      return nullptr;
+    }
+    return AddLeaf(id, v.abi_index, v.shape, why);
+  }
+
+  const Val* AddLeaf(int id, int abi, const std::vector<long long>& shape, std::string* why) {
+    if (!BroadcastsTo(shape, p_.F)) {
+      *why = fmt::format("input {} of shape [{}] does not broadcast to [{}]", abi,
+                         fmt::join(shape, ","), fmt::join(p_.F, ","));
+      return nullptr;
+    }
+    Leaf l;
+    l.abi = abi;
+    l.shape = shape;
+    l.full = Numel(shape) == Numel(p_.F);
+    l.col = !l.full && !shape.empty() && shape.back() == Cols() && Numel(shape) == Cols() && Cols() > 1;
+    p_.leaves.push_back(l);
+    Val val;
+    val.kind = Kind::kElem;
+    val.leaf = static_cast<int>(p_.leaves.size()) - 1;
+    val.name = fmt::format("x{}", val.leaf);
+    val.dtype = "float32";
+    return &(vals_[id] = val);
+  }
+
+  /// A row value's shape must line up with F's rows: [..., 1] (keepdim) or
+  /// [...] (F without its last dim).
+  bool RowShaped(const std::vector<long long>& s) const {
+    if (Numel(s) != Rows()) return false;
+    if (s.empty()) return Rows() == 1;
+    std::vector<long long> keep(p_.F.begin(), p_.F.end() - 1);
+    std::vector<long long> k1 = keep;
+    k1.push_back(1);
+    auto strip = [](std::vector<long long> v) {
+      while (!v.empty() && v.front() == 1) v.erase(v.begin());
+      return v;
+    };
+    return strip(s) == strip(keep) || strip(s) == strip(k1);
+  }
+
+  void Define(Kind scope, const std::string& name, const std::string& expr,
+              std::vector<std::string> deps, const std::string& type = "float") {
+    p_.defs.push_back({scope, name, type, expr, std::move(deps)});
+  }
+
+  /// `name` of a new value with the given scope, recorded for `id`.
+  Val& NewVal(int id, Kind kind, const std::string& dtype = "float32") {
+    Val v;
+    v.kind = kind;
+    v.name = p_.NewName("v");
+    v.dtype = dtype;
+    return vals_[id] = v;
+  }
+
+  /// Operand `i` of node `n`: a C expression (a tensor's variable or a
+  /// number), its kind (numbers are row-uniform), and its dependency.
+  struct Operand {
+    std::string expr;
+    std::optional<Kind> kind;  ///< nullopt: a literal
+    std::string dep;
+  };
+  std::optional<Operand> Op(const GraphNode& n, std::size_t i, const char* kw, std::string* why,
+                            std::optional<double> fallback = std::nullopt) {
+    const Json* a = OpGraph::Arg(n, i, kw);
+    if (!a || a->is_null()) {
+      if (fallback) return Operand{FloatLiteral(*fallback), std::nullopt, ""};
+      *why = fmt::format("{} lacks argument {}", n.op, i);
+      return std::nullopt;
+    }
+    if (a->is_object() && a->contains("v")) {
+      const Val* v = Get(a->at("v").get<int>(), why);
+      if (!v) return std::nullopt;
+      if (v->dtype != "float32") {
+        *why = fmt::format("{} reads an {} value", n.op, v->dtype);
+        return std::nullopt;
+      }
+      return Operand{v->name, v->kind, v->name};
+    }
+    if (a->is_number()) return Operand{FloatLiteral(a->get<double>()), std::nullopt, ""};
+    if (a->is_boolean()) return Operand{a->get<bool>() ? "1.0f" : "0.0f", std::nullopt, ""};
+    if (a->is_string() && (*a == "inf" || *a == "-inf" || *a == "nan"))
+      return Operand{*a == "inf" ? "INFINITY" : *a == "-inf" ? "(-INFINITY)" : "NAN", std::nullopt, ""};
+    *why = fmt::format("{} has an argument the generator cannot read: {}", n.op, a->dump());
+    return std::nullopt;
+  }
+
+  static double NumArg(const GraphNode& n, std::size_t i, const char* kw, double fallback) {
+    const Json* a = OpGraph::Arg(n, i, kw);
+    return a && a->is_number() ? a->get<double>() : fallback;
+  }
+
+  bool Node(const GraphNode& n, std::string* why) {
+    if (n.out.empty()) {
+      *why = n.op + " returns no tensor";
+      return false;
+    }
+    if (kViewOps.count(n.base)) return View(n, why);
+    if (n.base == "_to_copy" || n.base == "to") {
+      const GraphValue& o = g_.Value(n.out[0]);
+      if (o.dtype != "float32") {
+        *why = n.op + " converts to " + o.dtype;
+        return false;
+      }
+      return View(n, why);
+    }
+    if (IsRowReduction(n.base)) return Reduction(n, why);
+    return Elementwise(n, why);
+  }
+
+  bool View(const GraphNode& n, std::string* why) {
+    if (n.in.empty()) {
+      *why = n.op + " views nothing";
+      return false;
+    }
+    const GraphValue& in = g_.Value(n.in[0]);
+    const GraphValue& out = g_.Value(n.out[0]);
+    const Val* v = Get(n.in[0], why);
+    if (!v) return false;
+    if (v->leaf >= 0 && !p_.leaves[static_cast<std::size_t>(v->leaf)].full && n.base != "expand") {
+      // A re-shaped broadcast input (bias.view(1, C, 1, 1)): the same memory
+      // with the new shape decides how it broadcasts.
+      if (n.base == "clone" || n.base == "contiguous" || n.base == "detach" || n.base == "alias" ||
+          n.base == "lift_fresh" || n.base == "_to_copy" || n.base == "to") {
+        vals_[out.id] = *v;
+        return true;
+      }
+      return AddLeaf(out.id, p_.leaves[static_cast<std::size_t>(v->leaf)].abi, out.shape, why) != nullptr;
+    }
+    if (n.base == "expand" && v->leaf >= 0) {
+      vals_[out.id] = *v;  // broadcasting is right-aligned against F either way
+      return true;
+    }
+    if (in.Numel() != out.Numel()) {
+      *why = fmt::format("{} changes the element count ({} -> {})", n.op, in.Numel(), out.Numel());
+      return false;
+    }
+    if (v->kind == Kind::kRow && !RowShaped(out.shape)) {
+      *why = n.op + " moves a per-row value off its rows";
+      return false;
+    }
+    vals_[out.id] = *v;
+    return true;
+  }
+
+  bool Elementwise(const GraphNode& n, std::string* why) {
+    const GraphValue& out = g_.Value(n.out[0]);
+    if (out.dtype != "float32") {
+      *why = fmt::format("{} makes {} values; the generator handles float32", n.op, out.dtype);
+      return false;
+    }
+    std::vector<Operand> ops;
+    ops.reserve(8);  // op() hands out pointers into it
+    auto op = [&](std::size_t i, const char* kw = nullptr,
+                  std::optional<double> fallback = std::nullopt) -> const Operand* {
+      auto o = Op(n, i, kw, why, fallback);
+      if (!o) return nullptr;
+      ops.push_back(*o);
+      return &ops.back();
+    };
+    const std::string& b = n.base;
+    std::string e;
+    auto unary = [&](const std::string& fmtstr) -> bool {
+      const Operand* x = op(0);
+      if (!x) return false;
+      e = fmt::format(fmt::runtime(fmtstr), x->expr);
+      return true;
+    };
+    static const std::map<std::string, std::string> kUnary = {
+        {"relu", "kopt_relu({})"},
+        {"sigmoid", "kopt_sigmoid({})"},
+        {"silu", "kopt_silu({})"},
+        {"tanh", "tanhf({})"},
+        {"exp", "expf({})"},
+        {"exp2", "exp2f({})"},
+        {"expm1", "expm1f({})"},
+        {"log", "logf({})"},
+        {"log2", "log2f({})"},
+        {"log10", "log10f({})"},
+        {"log1p", "log1pf({})"},
+        {"sqrt", "sqrtf({})"},
+        {"rsqrt", "rsqrtf({})"},
+        {"abs", "fabsf({})"},
+        {"neg", "(-({}))"},
+        {"reciprocal", "(1.0f / ({}))"},
+        {"sin", "sinf({})"},
+        {"cos", "cosf({})"},
+        {"erf", "erff({})"},
+        {"erfc", "erfcf({})"},
+        {"square", "kopt_sq({})"},
+        {"mish", "kopt_mish({})"},
+        {"hardswish", "kopt_hardswish({})"},
+        {"hardsigmoid", "kopt_hardsigmoid({})"},
+        {"logsigmoid", "(-kopt_softplus(-({}), 1.0f, 20.0f))"},
+        {"relu6", "kopt_clamp({}, 0.0f, 6.0f)"},
+        {"tanhshrink", "kopt_tanhshrink({})"},
+    };
+    bool ok = true;
+    if (auto it = kUnary.find(b); it != kUnary.end()) {
+      ok = unary(it->second);
+    } else if (b == "gelu") {
+      const Json* a = OpGraph::Arg(n, 1, "approximate");
+      const bool tanh = a && a->is_string() && *a == "tanh";
+      ok = unary(tanh ? "kopt_gelu_tanh({})" : "kopt_gelu({})");
+    } else if (b == "add" || b == "sub" || b == "rsub") {
+      const Operand* x = op(0);
+      const Operand* y = x ? op(1) : nullptr;
+      if (!y) return false;
+      const double alpha = NumArg(n, 2, "alpha", 1.0);
+      const std::string ya = alpha == 1.0 ? y->expr : fmt::format("({} * {})", FloatLiteral(alpha), y->expr);
+      if (b == "add") e = fmt::format("({} + {})", x->expr, ya);
+      if (b == "sub") e = fmt::format("({} - {})", x->expr, ya);
+      if (b == "rsub") e = fmt::format("({} - {})", y->expr,
+                                       alpha == 1.0 ? x->expr : fmt::format("({} * {})", FloatLiteral(alpha), x->expr));
+    } else if (b == "mul" || b == "div" || b == "maximum" || b == "minimum" || b == "fmax" ||
+               b == "fmin") {
+      if (b == "div") {
+        const Json* rm = OpGraph::Arg(n, 2, "rounding_mode");
+        if (rm && !rm->is_null()) {
+          *why = n.op + " with rounding_mode " + rm->dump();
+          return false;
+        }
+      }
+      const Operand* x = op(0);
+      const Operand* y = x ? op(1) : nullptr;
+      if (!y) return false;
+      if (b == "mul") e = fmt::format("({} * {})", x->expr, y->expr);
+      if (b == "div") e = fmt::format("({} / {})", x->expr, y->expr);
+      if (b == "maximum") e = fmt::format("kopt_max({}, {})", x->expr, y->expr);
+      if (b == "minimum") e = fmt::format("kopt_min({}, {})", x->expr, y->expr);
+      if (b == "fmax") e = fmt::format("fmaxf({}, {})", x->expr, y->expr);
+      if (b == "fmin") e = fmt::format("fminf({}, {})", x->expr, y->expr);
+    } else if (b == "pow") {
+      const Operand* x = op(0);
+      const Operand* y = x ? op(1) : nullptr;
+      if (!y) return false;
+      const Json* ea = OpGraph::Arg(n, 1, "exponent");
+      if (ea && ea->is_number() && ea->get<double>() == 2.0)
+        e = fmt::format("kopt_sq({})", x->expr);
+      else if (ea && ea->is_number() && ea->get<double>() == 3.0)
+        e = fmt::format("({0} * {0} * {0})", x->expr);
+      else if (ea && ea->is_number() && ea->get<double>() == 0.5)
+        e = fmt::format("sqrtf({})", x->expr);
+      else if (ea && ea->is_number() && ea->get<double>() == 1.0)
+        e = x->expr;
+      else
+        e = fmt::format("powf({}, {})", x->expr, y->expr);
+    } else if (b == "clamp" || b == "clip" || b == "hardtanh" || b == "clamp_min" || b == "clamp_max") {
+      const Operand* x = op(0);
+      if (!x) return false;
+      std::string lo = "(-INFINITY)", hi = "INFINITY";
+      auto bound = [&](std::size_t i, const char* kw, std::string* dst, double dflt, bool has_dflt) -> bool {
+        const Json* a = OpGraph::Arg(n, i, kw);
+        if (a && a->is_number()) {
+          *dst = FloatLiteral(a->get<double>());
+        } else if (a && a->is_object()) {
+          const Operand* t = op(i, kw);
+          if (!t) return false;
+          *dst = t->expr;
+        } else if (has_dflt) {
+          *dst = FloatLiteral(dflt);
+        }
+        return true;
+      };
+      if (b == "hardtanh") {
+        if (!bound(1, "min_val", &lo, -1.0, true) || !bound(2, "max_val", &hi, 1.0, true)) return false;
+      } else if (b == "clamp_min") {
+        if (!bound(1, "min", &lo, 0, false)) return false;
+      } else if (b == "clamp_max") {
+        if (!bound(1, "max", &hi, 0, false)) return false;
+      } else if (!bound(1, "min", &lo, 0, false) || !bound(2, "max", &hi, 0, false)) {
+        return false;
+      }
+      e = fmt::format("kopt_clamp({}, {}, {})", x->expr, lo, hi);
+    } else if (b == "leaky_relu") {
+      const Operand* x = op(0);
+      if (!x) return false;
+      e = fmt::format("kopt_leaky({}, {})", x->expr, FloatLiteral(NumArg(n, 1, "negative_slope", 0.01)));
+    } else if (b == "elu") {
+      const Operand* x = op(0);
+      if (!x) return false;
+      e = fmt::format("kopt_elu({}, {}, {}, {})", x->expr, FloatLiteral(NumArg(n, 1, "alpha", 1.0)),
+                      FloatLiteral(NumArg(n, 2, "scale", 1.0)), FloatLiteral(NumArg(n, 3, "input_scale", 1.0)));
+    } else if (b == "softplus") {
+      const Operand* x = op(0);
+      if (!x) return false;
+      e = fmt::format("kopt_softplus({}, {}, {})", x->expr, FloatLiteral(NumArg(n, 1, "beta", 1.0)),
+                      FloatLiteral(NumArg(n, 2, "threshold", 20.0)));
+    } else if (b == "threshold") {
+      const Operand* x = op(0);
+      if (!x) return false;
+      e = fmt::format("kopt_threshold({}, {}, {})", x->expr, FloatLiteral(NumArg(n, 1, "threshold", 0)),
+                      FloatLiteral(NumArg(n, 2, "value", 0)));
+    } else if (b == "lerp") {
+      const Operand* x = op(0);
+      const Operand* y = x ? op(1) : nullptr;
+      const Operand* w = y ? op(2, "weight") : nullptr;
+      if (!w) return false;
+      e = fmt::format("({0} + {2} * ({1} - {0}))", x->expr, y->expr, w->expr);
+    } else if (b == "addcmul" || b == "addcdiv") {
+      const Operand* x = op(0);
+      const Operand* y = x ? op(1) : nullptr;
+      const Operand* z = y ? op(2) : nullptr;
+      if (!z) return false;
+      e = fmt::format("({} + {} * ({} {} {}))", x->expr, FloatLiteral(NumArg(n, 3, "value", 1.0)), y->expr,
+                      b == "addcmul" ? "*" : "/", z->expr);
+    } else {
+      *why = n.op + " is not an op the fusion generator knows";
+      return false;
+    }
+    if (!ok) return false;
+    Kind kind = Kind::kRow;
+    std::vector<std::string> deps;
+    for (const Operand& o : ops) {
+      if (o.kind == Kind::kElem) kind = Kind::kElem;
+      if (!o.dep.empty()) deps.push_back(o.dep);
+    }
+    if (deps.empty()) {
+      *why = n.op + " reads no tensor";
+      return false;
+    }
+    if (kind == Kind::kElem) {
+      if (out.Numel() != Numel(p_.F)) {
+        *why = fmt::format("{} makes [{}], not the iteration shape [{}]", n.op, fmt::join(out.shape, ","),
+                           fmt::join(p_.F, ","));
+        return false;
+      }
+      for (const Operand& o : ops)
+        if (o.kind == Kind::kRow && !RowValueBroadcastsAlongRows(n, o)) {
+          *why = n.op + " broadcasts a per-row value across something other than its row";
+          return false;
+        }
+    } else if (!RowShaped(out.shape)) {
+      *why = n.op + " makes a per-row value of an unexpected shape";
+      return false;
+    }
+    Val& v = NewVal(out.id, kind);
+    Define(kind, v.name, e, deps);
+    return true;
+  }
+
+  /// A per-row operand of an element op must be [..., 1] shaped (keepdim).
+  bool RowValueBroadcastsAlongRows(const GraphNode& n, const Operand& o) const {
+    for (std::size_t i = 0; i < n.in.size(); ++i) {
+      auto it = vals_.find(n.in[i]);
+      if (it == vals_.end() || it->second.name != o.expr) continue;
+      const auto& s = g_.Value(n.in[i]).shape;
+      return !s.empty() && s.back() == 1 && (p_.F.back() != 1 || s.size() == p_.F.size());
+    }
+    return false;
+  }
+
+  /// The row reduction of node `n` over F's last dim.
+  bool Reduction(const GraphNode& n, std::string* why) {
+    const std::string& b = n.base;
+    if (n.in.empty()) {
+      *why = n.op + " has no input";
+      return false;
+    }
+    const GraphValue& xin = g_.Value(n.in[0]);
+    const Val* x = Get(n.in[0], why);
+    if (!x) return false;
+    if (x->kind != Kind::kElem || xin.Numel() != Numel(p_.F) || xin.shape.empty() ||
+        xin.shape.back() != Cols()) {
+      *why = n.op + " reduces something other than the rows of [" + fmt::format("{}", fmt::join(p_.F, ",")) + "]";
+      return false;
+    }
+    const int rank = static_cast<int>(xin.shape.size());
+    const bool norm_shape = b == "native_layer_norm";
+    std::optional<int> dim;
+    if (norm_shape) {
+      const Json* ns = OpGraph::Arg(n, 1, "normalized_shape");
+      if (ns && ns->is_array() && ns->size() == 1 && ns->at(0).is_number_integer() &&
+          ns->at(0).get<long long>() == Cols())
+        dim = rank - 1;
+    } else if (b == "linalg_vector_norm" || b == "norm") {
+      dim = OneDim(OpGraph::Arg(n, 2, "dim"), rank);
+      const double ord = NumArg(n, 1, b == "norm" ? "p" : "ord", 2.0);
+      if (ord != 2.0) {
+        *why = n.op + " with ord " + FloatLiteral(ord);
+        return false;
+      }
+    } else {
+      dim = OneDim(OpGraph::Arg(n, 1, "dim"), rank);
+    }
+    if (!dim || *dim != rank - 1) {
+      *why = n.op + " reduces a dim other than the last (or all of them)";
+      return false;
+    }
+    const std::string cols = "(float)cols";
+    auto stat = [&](const std::string& op, const std::string& input) {
+      Stat s;
+      s.name = p_.NewName("s");
+      s.op = op;
+      s.input = input;
+      p_.stats.push_back(s);
+      return s.name;
+    };
+    auto elem = [&](const std::string& expr, std::vector<std::string> deps) {
+      const std::string name = p_.NewName("e");
+      Define(Kind::kElem, name, expr, std::move(deps));
+      return name;
+    };
+    auto row = [&](const std::string& expr, std::vector<std::string> deps) {
+      const std::string name = p_.NewName("r");
+      Define(Kind::kRow, name, expr, std::move(deps));
+      return name;
+    };
+    auto set_out = [&](std::size_t k, const std::string& name, Kind kind, const std::string& dtype = "float32") {
+      if (k >= n.out.size()) return;
+      Val v;
+      v.kind = kind;
+      v.name = name;
+      v.dtype = dtype;
+      vals_[n.out[k]] = v;
+    };
+    auto check_row_outputs = [&](std::initializer_list<std::size_t> ks) -> bool {
+      for (std::size_t k : ks)
+        if (k < n.out.size() && !RowShaped(g_.Value(n.out[k]).shape)) {
+          *why = n.op + " makes a per-row value of an unexpected shape";
+          return false;
+        }
+      return true;
+    };
+    const std::string xv = x->name;
+    // Mean then the sum of squared deviations: exact like torch's, at the
+    // cost of a second pass over the row (from L1/L2).
+    auto variance = [&](double correction, std::string* mean_out) {
+      const std::string sum = stat("sum", xv);
+      const std::string mean = row(fmt::format("{} / {}", sum, cols), {sum});
+      const std::string dev = elem(fmt::format("kopt_sq({} - {})", xv, mean), {xv, mean});
+      const std::string ss = stat("sum", dev);
+      *mean_out = mean;
+      return row(fmt::format("{} / fmaxf({} - {}, 0.0f)", ss, cols, FloatLiteral(correction)), {ss});
+    };
+    if (b == "sum" || b == "mean") {
+      if (!check_row_outputs({0})) return false;
+      const std::string s = stat("sum", xv);
+      set_out(0, b == "sum" ? s : row(fmt::format("{} / {}", s, cols), {s}), Kind::kRow);
+    } else if (b == "amax" || b == "amin") {
+      if (!check_row_outputs({0})) return false;
+      set_out(0, stat(b == "amax" ? "max" : "min", xv), Kind::kRow);
+    } else if (b == "max" || b == "min" || b == "argmax" || b == "argmin") {
+      if (!check_row_outputs({0, 1})) return false;
+      const bool is_max = b == "max" || b == "argmax";
+      const std::string s = stat(is_max ? "argmax" : "argmin", xv);
+      if (b == "argmax" || b == "argmin") {
+        set_out(0, s, Kind::kRow, "int64");
+      } else {
+        set_out(0, s + "_v", Kind::kRow);
+        set_out(1, s, Kind::kRow, "int64");
+      }
+    } else if (b == "var" || b == "std" || b == "var_mean" || b == "std_mean") {
+      if (!check_row_outputs({0, 1})) return false;
+      double correction = 1.0;
+      if (const Json* c = OpGraph::Arg(n, 99, "correction"); c && c->is_number()) correction = c->get<double>();
+      if (const Json* u = OpGraph::Arg(n, 2, "unbiased"); u && u->is_boolean()) correction = u->get<bool>() ? 1 : 0;
+      std::string mean;
+      const std::string var = variance(correction, &mean);
+      const bool is_std = b == "std" || b == "std_mean";
+      set_out(0, is_std ? row(fmt::format("sqrtf({})", var), {var}) : var, Kind::kRow);
+      if (b == "var_mean" || b == "std_mean") set_out(1, mean, Kind::kRow);
+    } else if (b == "logsumexp") {
+      if (!check_row_outputs({0})) return false;
+      const std::string m = stat("max", xv);
+      const std::string ex = elem(fmt::format("kopt_exp_shift({}, {})", xv, m), {xv, m});
+      const std::string s = stat("sum", ex);
+      set_out(0, row(fmt::format("kopt_lse({}, {})", m, s), {m, s}), Kind::kRow);
+    } else if (b == "linalg_vector_norm" || b == "norm") {
+      if (!check_row_outputs({0})) return false;
+      const std::string sq = elem(fmt::format("kopt_sq({})", xv), {xv});
+      const std::string s = stat("sum", sq);
+      set_out(0, row(fmt::format("sqrtf({})", s), {s}), Kind::kRow);
+    } else if (b == "_softmax" || b == "softmax" || b == "_log_softmax" || b == "log_softmax") {
+      const std::string m = stat("max", xv);
+      const std::string ex = elem(fmt::format("kopt_exp_shift({}, {})", xv, m), {xv, m});
+      const std::string s = stat("sum", ex);
+      const bool log = b == "_log_softmax" || b == "log_softmax";
+      if (log) {
+        const std::string lse = row(fmt::format("kopt_lse({}, {})", m, s), {m, s});
+        set_out(0, elem(fmt::format("({} - {})", xv, lse), {xv, lse}), Kind::kElem);
+      } else {
+        const std::string inv = row(fmt::format("1.0f / {}", s), {s});
+        set_out(0, elem(fmt::format("({} * {})", ex, inv), {ex, inv}), Kind::kElem);
+      }
+    } else if (b == "native_layer_norm") {
+      if (!check_row_outputs({1, 2})) return false;
+      std::string mean;
+      const std::string var = variance(0.0, &mean);
+      const double eps = NumArg(n, 4, "eps", 1e-5);
+      const std::string rstd = row(fmt::format("rsqrtf({} + {})", var, FloatLiteral(eps)), {var});
+      std::string y = elem(fmt::format("(({} - {}) * {})", xv, mean, rstd), {xv, mean, rstd});
+      for (std::size_t k : {2, 3}) {  // weight, bias
+        const Json* a = OpGraph::Arg(n, k);
+        if (!a || a->is_null()) continue;
+        auto o = Op(n, k, nullptr, why);
+        if (!o) return false;
+        y = elem(fmt::format(fmt::runtime(k == 2 ? "({} * {})" : "({} + {})"), y, o->expr), {y, o->dep});
+      }
+      set_out(0, y, Kind::kElem);
+      set_out(1, mean, Kind::kRow);
+      set_out(2, rstd, Kind::kRow);
+    } else {
+      *why = n.op + " is a reduction the generator does not know";
+      return false;
+    }
+    return true;
+  }
+
+  bool Outputs(std::string* why) {
+    for (std::size_t k = 0; k < g_.outputs.size(); ++k) {
+      const int id = g_.outputs[k];
+      auto it = vals_.find(id);
+      if (it == vals_.end()) {
+        *why = fmt::format("output {} is not computed by the fused ops", k);
+        return false;
+      }
+      const Val& v = it->second;
+      if (v.leaf >= 0) {
+        *why = fmt::format("output {} is an input returned unchanged", k);
+        return false;
+      }
+      const GraphValue& gv = g_.Value(id);
+      if (v.kind == Kind::kElem && gv.Numel() != Numel(p_.F)) {
+        *why = fmt::format("output {} has [{}], not the iteration shape", k, fmt::join(gv.shape, ","));
+        return false;
+      }
+      if (v.kind == Kind::kRow && gv.Numel() != Rows()) {
+        *why = fmt::format("output {} has [{}], not one value per row", k, fmt::join(gv.shape, ","));
+        return false;
+      }
+      p_.outputs.push_back({static_cast<int>(k), v.name, v.kind, v.dtype == "int64" ? "long long" : "float"});
+    }
+    if (p_.outputs.empty()) {
+      *why = "the forward returns nothing";
+      return false;
+    }
+    return true;
+  }
+
+  // ---- emission ----------------------------------------------------------
+
+  /// Element-scope defs needed for `targets`, in order, plus the leaves they read.
+  void Closure(const std::vector<std::string>& targets, std::vector<const Def*>* defs,
+               std::set<int>* leaves) const {
+    std::set<std::string> need(targets.begin(), targets.end());
+    // Walk the defs backwards: a def is needed when a needed name reads it.
+    for (auto it = p_.defs.rbegin(); it != p_.defs.rend(); ++it) {
+      if (it->scope != Kind::kElem || !need.count(it->name)) continue;
+      for (const std::string& d : it->deps) need.insert(d);
+    }
+    for (const Def& d : p_.defs)
+      if (d.scope == Kind::kElem && need.count(d.name)) defs->push_back(&d);
+    for (std::size_t l = 0; l < p_.leaves.size(); ++l)
+      if (need.count(fmt::format("x{}", l))) leaves->insert(static_cast<int>(l));
+  }
+
+  /// Row-scope names a set of element defs reads (stats and row defs).
+  std::set<std::string> RowDeps(const std::vector<const Def*>& defs, const std::vector<std::string>& extra) const {
+    std::set<std::string> out;
+    std::set<std::string> row_names;
+    for (const Def& d : p_.defs)
+      if (d.scope == Kind::kRow) row_names.insert(d.name);
+    for (const Stat& s : p_.stats) {
+      row_names.insert(s.name);
+      row_names.insert(s.name + "_v");
+    }
+    for (const Def* d : defs)
+      for (const std::string& dep : d->deps)
+        if (row_names.count(dep)) out.insert(dep);
+    for (const std::string& e : extra)
+      if (row_names.count(e)) out.insert(e);
+    return out;
+  }
+
+  /// The loop body over VEC consecutive elements starting at linear index i0.
+  std::string Body(const std::vector<const Def*>& defs, const std::set<int>& leaves,
+                   const std::string& per_element, const std::string& col_index) const {
+    std::string s;
+    for (int l : leaves) {
+      const Leaf& leaf = p_.leaves[static_cast<std::size_t>(l)];
+      if (leaf.full)
+        s += fmt::format("    float L{0}[VEC];\n    kopt_load<VEC>(a.p{0}, i0, L{0});\n", l);
+    }
+    s += "#pragma unroll\n    for (int u = 0; u < VEC; ++u) {\n      const int64_t i = i0 + u;\n";
+    s += "      (void)i;\n";
+    for (int l : leaves) {
+      const Leaf& leaf = p_.leaves[static_cast<std::size_t>(l)];
+      if (leaf.full)
+        s += fmt::format("      const float x{0} = L{0}[u];\n", l);
+      else if (leaf.col)
+        s += fmt::format("      const float x{0} = __ldg(a.p{0} + {1});\n", l, col_index);
+      else
+        s += fmt::format("      const float x{0} = __ldg(a.p{0} + kopt_bidx(a.b{0}, i));\n", l);
+    }
+    for (const Def* d : defs) s += fmt::format("      const {} {} = {};\n", d->type, d->name, d->expr);
+    s += per_element;
+    s += "    }\n";
+    return s;
+  }
+
+  std::string Stores(Kind kind) const {
+    std::string s;
+    for (const Output& o : p_.outputs)
+      if (o.kind == kind && kind == Kind::kElem) s += fmt::format("      O{0}[u] = {1};\n", o.abi, o.name);
+    return s;
+  }
+
+  std::vector<std::string> ElemOutputNames() const {
+    std::vector<std::string> v;
+    for (const Output& o : p_.outputs)
+      if (o.kind == Kind::kElem) v.push_back(o.name);
+    return v;
+  }
+
+  FusedKernel Emit() {
+    // Passes: a stat's pass is one more than the latest pass any row value
+    // its input reads comes from.
+    std::map<std::string, int> ready;  // row name -> pass after which it is known
+    std::function<int(const std::string&)> row_pass = [&](const std::string& name) -> int {
+      if (auto it = ready.find(name); it != ready.end()) return it->second;
+      return 0;
+    };
+    for (Stat& s : p_.stats) {
+      std::vector<const Def*> defs;
+      std::set<int> leaves;
+      Closure({s.input}, &defs, &leaves);
+      int pass = 0;
+      for (const std::string& r : RowDeps(defs, {s.input})) pass = std::max(pass, row_pass(r));
+      s.pass = pass;
+      ready[s.name] = pass + 1;
+      ready[s.name + "_v"] = pass + 1;
+      for (const Def& d : p_.defs) {
+        if (d.scope != Kind::kRow || ready.count(d.name)) continue;
+        int after = 0;
+        bool known = true;
+        for (const std::string& dep : d.deps) {
+          if (!ready.count(dep)) {
+            known = false;
+            break;
+          }
+          after = std::max(after, ready[dep]);
+        }
+        if (known) ready[d.name] = after;
+      }
+    }
+    const bool row_kernel = !p_.stats.empty();
+    FusedKernel k;
+    k.kind = row_kernel ? "row" : "elementwise";
+    k.ops = p_.ops;
+    int passes = 0;
+    for (const Stat& s : p_.stats) passes = std::max(passes, s.pass + 1);
+    k.passes = passes + 1;
+    k.source = row_kernel ? EmitRow(passes) : EmitElementwise();
+    std::vector<std::string> short_ops;
+    for (const std::string& op : p_.ops) {
+      const std::string b = OpBase(op);
+      if (!kViewOps.count(b) && (short_ops.empty() || short_ops.back() != b)) short_ops.push_back(b);
+    }
+    k.about = row_kernel
+                  ? fmt::format("one block per row of {} computes {} in {} pass(es) over the row, one DRAM read",
+                                Cols(), fmt::join(short_ops, " -> "), k.passes)
+                  : fmt::format("one vectorized pass computes {}", fmt::join(short_ops, " -> "));
+    return k;
+  }
+
+  std::string Header(const std::string& what) const {
+    std::string s = fmt::format(
+        "// Generated by kopt's fusion generator (src/plan/fusion.cc): {}.\n"
+        "// Iteration shape at capture: [{}]; any shape with the same broadcasting works.\n",
+        what, fmt::join(p_.F, ", "));
+    s += kPrelude;
+    s += "struct Args {\n";
+    for (std::size_t l = 0; l < p_.leaves.size(); ++l) {
+      s += fmt::format("  const float* __restrict__ p{};\n", l);
+      if (!p_.leaves[l].full && !p_.leaves[l].col) s += fmt::format("  KoptBcast b{};\n", l);
+    }
+    s += "  int64_t cols;\n";
+    for (const Output& o : p_.outputs) s += fmt::format("  {}* __restrict__ o{};\n", o.type, o.abi);
+    s += "};\n\n";
+    return s;
+  }
+
+  /// kopt_forward: checks, the broadcast tables, the launch.
+  std::string Forward(const std::string& launch) const {
+    int max_abi = -1;
+    for (const Leaf& l : p_.leaves) max_abi = std::max(max_abi, l.abi);
+    std::string s =
+        "extern \"C\" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, int n_out,\n"
+        "                            kopt_stream stream) {\n";
+    s += fmt::format("  if (n_in < {} || n_out != {}) return 1;\n", max_abi + 1, p_.outputs.size());
+    // The iteration shape: a full-size input, else an element output.
+    std::string shape_src;
+    for (const Leaf& l : p_.leaves)
+      if (l.full) {
+        shape_src = fmt::format("in[{}]", l.abi);
+        break;
+      }
+    if (shape_src.empty())
+      for (const Output& o : p_.outputs)
+        if (o.kind == Kind::kElem) {
+          shape_src = fmt::format("out[{}]", o.abi);
+          break;
+        }
+    if (shape_src.empty()) shape_src = "in[0]";
+    s += fmt::format("  const kopt_tensor& F = {};\n", shape_src);
+    s += "  if (F.ndim < 1) return 2;\n";
+    s += "  const int64_t n = kopt_numel(F);\n  const int64_t cols = F.shape[F.ndim - 1];\n";
+    s += "  const int64_t rows = cols > 0 ? n / cols : 0;\n  (void)rows;\n";
+    s += "  Args a;\n  a.cols = cols;\n";
+    for (std::size_t l = 0; l < p_.leaves.size(); ++l) {
+      const Leaf& leaf = p_.leaves[l];
+      s += fmt::format(
+          "  if (in[{0}].dtype != KOPT_FLOAT32 || !kopt_is_contiguous(in[{0}])) return 3;\n"
+          "  a.p{1} = static_cast<const float*>(in[{0}].data);\n",
+          leaf.abi, l);
+      if (leaf.full)
+        s += fmt::format("  if (kopt_numel(in[{}]) != n) return 4;\n", leaf.abi);
+      else if (leaf.col)
+        s += fmt::format("  if (kopt_numel(in[{0}]) != cols || in[{0}].shape[in[{0}].ndim - 1] != cols) return 4;\n",
+                         leaf.abi);
+      else
+        s += fmt::format("  if (!kopt_make_bcast(in[{}], F, &a.b{})) return 4;\n", leaf.abi, l);
+    }
+    for (const Output& o : p_.outputs) {
+      s += fmt::format("  if (out[{0}].dtype != {1} || !kopt_is_contiguous(out[{0}])) return 5;\n",
+                       o.abi, o.type == "float" ? "KOPT_FLOAT32" : "KOPT_INT64");
+      s += fmt::format("  if (kopt_numel(out[{}]) != {}) return 6;\n", o.abi, o.kind == Kind::kElem ? "n" : "rows");
+      s += fmt::format("  a.o{0} = static_cast<{1}*>(out[{0}].data);\n", o.abi, o.type);
+    }
+    s += "  if (n == 0) return 0;\n";
+    s += "  cudaStream_t st = (cudaStream_t)stream;\n";
+    // The vector path needs every full-size pointer 16-byte aligned and the
+    // element count (the row length, for row kernels) a multiple of VEC.
+    s += "  uintptr_t align = 0;\n";
+    for (std::size_t l = 0; l < p_.leaves.size(); ++l)
+      if (p_.leaves[l].full) s += fmt::format("  align |= reinterpret_cast<uintptr_t>(a.p{});\n", l);
+    for (const Output& o : p_.outputs)
+      if (o.kind == Kind::kElem) s += fmt::format("  align |= reinterpret_cast<uintptr_t>(a.o{});\n", o.abi);
+    s += launch;
+    s += "  return (int)cudaGetLastError();\n}\n";
+    return s;
+  }
+
+  std::string EmitElementwise() const {
+    std::vector<const Def*> defs;
+    std::set<int> leaves;
+    const auto outs = ElemOutputNames();
+    Closure(outs, &defs, &leaves);
+    std::string s = Header("one elementwise pass");
+    s +=
+        "// kopt:knob THREADS 256 64..1024*2 threads per block: fewer, larger blocks or more, smaller ones\n"
+        "constexpr int THREADS = 256;\n"
+        "// kopt:knob VEC 4 {1,2,4} consecutive elements per thread per step (4 = 16-byte loads)\n"
+        "constexpr int VEC = 4;\n"
+        "// kopt:knob ILP 1 {1,2,4} steps each thread keeps in flight: more bytes in flight, fewer blocks\n"
+        "constexpr int ILP = 1;\n"
+        "// kopt:constraint THREADS % 32 == 0\n\n";
+    // The scalar helper for the tail (VEC = 1 semantics).
+    std::string one = "__device__ __forceinline__ void fused_one(const Args& a, int64_t i) {\n";
+    for (int l : leaves) {
+      const Leaf& leaf = p_.leaves[static_cast<std::size_t>(l)];
+      one += leaf.full  ? fmt::format("  const float x{0} = a.p{0}[i];\n", l)
+             : leaf.col ? fmt::format("  const float x{0} = __ldg(a.p{0} + i % a.cols);\n", l)
+                        : fmt::format("  const float x{0} = __ldg(a.p{0} + kopt_bidx(a.b{0}, i));\n", l);
+    }
+    for (const Def* d : defs) one += fmt::format("  const {} {} = {};\n", d->type, d->name, d->expr);
+    for (const Output& o : p_.outputs) one += fmt::format("  a.o{}[i] = {};\n", o.abi, o.name);
+    one += "}\n\n";
+    s += one;
+    s += "template <int VEC>\n__global__ void __launch_bounds__(THREADS) fused_kernel(Args a, int64_t n) {\n";
+    s += "  const int64_t start = ((int64_t)blockIdx.x * THREADS * ILP + threadIdx.x) * VEC;\n";
+    s += "#pragma unroll\n  for (int k = 0; k < ILP; ++k) {\n";
+    s += "    const int64_t i0 = start + (int64_t)k * THREADS * VEC;\n";
+    s += "    if (i0 >= n) break;\n";
+    s += "    if (VEC > 1 && i0 + VEC > n) {  // the tail, one element at a time\n";
+    s += "      for (int64_t i = i0; i < n; ++i) fused_one(a, i);\n      break;\n    }\n";
+    for (const Output& o : p_.outputs) s += fmt::format("    {} O{}[VEC];\n", o.type, o.abi);
+    s += Body(defs, leaves, Stores(Kind::kElem), "i % a.cols");
+    for (const Output& o : p_.outputs) s += fmt::format("    kopt_store<VEC>(a.o{0}, i0, O{0});\n", o.abi);
+    s += "  }\n}\n\n";
+    s += Forward(
+        "  const bool vec = VEC > 1 && (align % (sizeof(float) * VEC)) == 0;\n"
+        "  const int64_t per_block = (int64_t)THREADS * ILP * (vec ? VEC : 1);\n"
+        "  const int64_t blocks = (n + per_block - 1) / per_block;\n"
+        "  if (blocks > 0x7fffffffLL) return 7;\n"
+        "  if (vec)\n"
+        "    fused_kernel<VEC><<<(unsigned)blocks, THREADS, 0, st>>>(a, n);\n"
+        "  else\n"
+        "    fused_kernel<1><<<(unsigned)blocks, THREADS, 0, st>>>(a, n);\n");
+    return s;
+  }
+
+  std::string EmitRow(int passes) const {
+    std::string s = Header("a block per row");
+    s +=
+        "// kopt:knob THREADS 256 32..1024*2 threads per row: more warps to hide latency vs more to synchronize\n"
+        "constexpr int THREADS = 256;\n"
+        "// kopt:knob VEC 4 {1,2,4} consecutive elements per thread per step (4 = 16-byte loads)\n"
+        "constexpr int VEC = 4;\n"
+        "// kopt:constraint THREADS % 32 == 0 && THREADS <= 1024\n"
+        "constexpr int WARPS = THREADS / 32;\n\n";
+    s += kBlockReduce;
+    s += "template <int VEC>\n__global__ void __launch_bounds__(THREADS) fused_row_kernel(Args a, int64_t rows, "
+         "int64_t cols) {\n";
+    s += "  __shared__ float red[WARPS];\n  __shared__ long long redi[WARPS];\n  (void)redi;\n";
+    s += "  const int64_t row = blockIdx.x;\n  const int64_t base = row * cols;\n";
+    std::set<std::string> emitted_rows;
+    auto emit_ready_rows = [&](const std::set<std::string>& known) {
+      std::string out;
+      for (const Def& d : p_.defs) {
+        if (d.scope != Kind::kRow || emitted_rows.count(d.name)) continue;
+        bool ok = true;
+        for (const std::string& dep : d.deps) ok = ok && (known.count(dep) || emitted_rows.count(dep));
+        if (!ok) continue;
+        out += fmt::format("  const {} {} = {};\n", d.type, d.name, d.expr);
+        emitted_rows.insert(d.name);
+      }
+      return out;
+    };
+    std::set<std::string> known;
+    for (int pass = 0; pass < passes; ++pass) {
+      std::vector<std::string> inputs;
+      std::vector<const Stat*> stats;
+      for (const Stat& st : p_.stats)
+        if (st.pass == pass) {
+          stats.push_back(&st);
+          inputs.push_back(st.input);
+        }
+      std::vector<const Def*> defs;
+      std::set<int> leaves;
+      Closure(inputs, &defs, &leaves);
+      for (const Stat* st : stats) {
+        if (st->op == "sum") s += fmt::format("  float {}_acc = 0.0f;\n", st->name);
+        if (st->op == "max") s += fmt::format("  float {}_acc = -INFINITY;\n", st->name);
+        if (st->op == "min") s += fmt::format("  float {}_acc = INFINITY;\n", st->name);
+        if (st->op == "argmax" || st->op == "argmin")
+          s += fmt::format("  float {0}_acc = {1};\n  long long {0}_idx = 0x7fffffffffffffffLL;\n", st->name,
+                           st->op == "argmax" ? "-INFINITY" : "INFINITY");
+      }
+      std::string per;
+      for (const Stat* st : stats) {
+        if (st->op == "sum") per += fmt::format("      {}_acc += {};\n", st->name, st->input);
+        if (st->op == "max") per += fmt::format("      {0}_acc = kopt_max({0}_acc, {1});\n", st->name, st->input);
+        if (st->op == "min") per += fmt::format("      {0}_acc = kopt_min({0}_acc, {1});\n", st->name, st->input);
+        if (st->op == "argmax" || st->op == "argmin")
+          per += fmt::format("      kopt_arg_{2}({0}_acc, {0}_idx, {1}, i - base);\n", st->name, st->input,
+                             st->op == "argmax" ? "max" : "min");
+      }
+      s += "  for (int64_t i0 = base + (int64_t)threadIdx.x * VEC; i0 < base + cols; i0 += (int64_t)THREADS * VEC) {\n";
+      s += Body(defs, leaves, per, "(i - base)");
+      s += "  }\n";
+      for (const Stat* st : stats) {
+        if (st->op == "sum") s += fmt::format("  const float {0} = kopt_block_sum({0}_acc, red);\n", st->name);
+        if (st->op == "max") s += fmt::format("  const float {0} = kopt_block_max({0}_acc, red);\n", st->name);
+        if (st->op == "min") s += fmt::format("  const float {0} = kopt_block_min({0}_acc, red);\n", st->name);
+        if (st->op == "argmax" || st->op == "argmin")
+          s += fmt::format(
+              "  kopt_block_arg_{1}({0}_acc, {0}_idx, red, redi);\n  const float {0}_v = {0}_acc;\n"
+              "  const long long {0} = {0}_idx;\n",
+              st->name, st->op == "argmax" ? "max" : "min");
+        known.insert(st->name);
+        known.insert(st->name + "_v");
+      }
+      s += emit_ready_rows(known);
+    }
+    // The last pass: element outputs, then the row outputs (thread 0).
+    const auto outs = ElemOutputNames();
+    if (!outs.empty()) {
+      std::vector<const Def*> defs;
+      std::set<int> leaves;
+      Closure(outs, &defs, &leaves);
+      s += "  for (int64_t i0 = base + (int64_t)threadIdx.x * VEC; i0 < base + cols; i0 += (int64_t)THREADS * VEC) {\n";
+      for (const Output& o : p_.outputs)
+        if (o.kind == Kind::kElem) s += fmt::format("    {} O{}[VEC];\n", o.type, o.abi);
+      s += Body(defs, leaves, Stores(Kind::kElem), "(i - base)");
+      for (const Output& o : p_.outputs)
+        if (o.kind == Kind::kElem) s += fmt::format("    kopt_store<VEC>(a.o{0}, i0, O{0});\n", o.abi);
+      s += "  }\n";
+    }
+    std::string row_stores;
+    for (const Output& o : p_.outputs)
+      if (o.kind == Kind::kRow) row_stores += fmt::format("    a.o{}[row] = {};\n", o.abi, o.name);
+    if (!row_stores.empty()) s += "  if (threadIdx.x == 0) {\n" + row_stores + "  }\n";
+    s += "}\n\n";
+    s += Forward(
+        "  const bool vec = VEC > 1 && (align % (sizeof(float) * VEC)) == 0 && cols % VEC == 0;\n"
+        "  if (rows > 0x7fffffffLL) return 7;\n"
+        "  if (vec)\n"
+        "    fused_row_kernel<VEC><<<(unsigned)rows, THREADS, 0, st>>>(a, rows, cols);\n"
+        "  else\n"
+        "    fused_row_kernel<1><<<(unsigned)rows, THREADS, 0, st>>>(a, rows, cols);\n");
+    return s;
+  }
+
+  static constexpr const char* kPrelude = R"(#include <kopt/abi.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+// PyTorch's semantics for each op, NaN included (relu and max keep a NaN).
+__device__ __forceinline__ float kopt_sq(float x) { return x * x; }
+__device__ __forceinline__ float kopt_relu(float x) { return x != x ? x : fmaxf(x, 0.0f); }
+__device__ __forceinline__ float kopt_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+__device__ __forceinline__ float kopt_silu(float x) { return x / (1.0f + expf(-x)); }
+__device__ __forceinline__ float kopt_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f)); }
+__device__ __forceinline__ float kopt_gelu_tanh(float x) {
+  return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+__device__ __forceinline__ float kopt_softplus(float x, float beta, float threshold) {
+  return x * beta > threshold ? x : log1pf(expf(beta * x)) / beta;
+}
+__device__ __forceinline__ float kopt_mish(float x) { return x * tanhf(kopt_softplus(x, 1.0f, 20.0f)); }
+__device__ __forceinline__ float kopt_clamp(float x, float lo, float hi) {
+  return x != x ? x : fminf(fmaxf(x, lo), hi);
+}
+__device__ __forceinline__ float kopt_hardsigmoid(float x) { return kopt_clamp(x + 3.0f, 0.0f, 6.0f) / 6.0f; }
+__device__ __forceinline__ float kopt_hardswish(float x) { return x * kopt_clamp(x + 3.0f, 0.0f, 6.0f) / 6.0f; }
+__device__ __forceinline__ float kopt_leaky(float x, float s) { return x > 0.0f ? x : x * s; }
+__device__ __forceinline__ float kopt_elu(float x, float alpha, float scale, float input_scale) {
+  return x > 0.0f ? scale * x : scale * alpha * expm1f(x * input_scale);
+}
+__device__ __forceinline__ float kopt_threshold(float x, float t, float v) { return x > t ? x : v; }
+__device__ __forceinline__ float kopt_tanhshrink(float x) { return x - tanhf(x); }
+__device__ __forceinline__ float kopt_max(float a, float b) { return (a != a || a > b) ? a : (b != b ? b : fmaxf(a, b)); }
+__device__ __forceinline__ float kopt_min(float a, float b) { return (a != a || a < b) ? a : (b != b ? b : fminf(a, b)); }
+// exp(x - m) with m = -inf (an all -inf row) giving exp(-inf - -inf) = NaN like torch.
+__device__ __forceinline__ float kopt_exp_shift(float x, float m) { return expf(x - m); }
+__device__ __forceinline__ float kopt_lse(float m, float s) { return isinf(m) ? m : m + logf(s); }
+// First index wins ties; a NaN is the largest (smallest) and the first NaN wins.
+__device__ __forceinline__ void kopt_arg_max(float& v, long long& i, float x, long long j) {
+  const bool take = (x != x) ? !(v != v && i < j) : (v == v && (x > v || (x == v && j < i)));
+  if (take) { v = x; i = j; }
+}
+__device__ __forceinline__ void kopt_arg_min(float& v, long long& i, float x, long long j) {
+  const bool take = (x != x) ? !(v != v && i < j) : (v == v && (x < v || (x == v && j < i)));
+  if (take) { v = x; i = j; }
+}
+
+// How a broadcast input is indexed: idx = sum_k (i / div[k]) % mod[k] * mul[k].
+struct KoptBcast {
+  int n;
+  int64_t div[4], mod[4], mul[4];
+};
+__device__ __forceinline__ int64_t kopt_bidx(const KoptBcast& b, int64_t i) {
+  int64_t r = 0;
+#pragma unroll
+  for (int k = 0; k < 4; ++k)
+    if (k < b.n) r += (i / b.div[k]) % b.mod[k] * b.mul[k];
+  return r;
+}
+// Right-aligns t's shape against F's; merges runs of dims that t either
+// follows or broadcasts. False when t does not broadcast to F or needs more
+// than four terms.
+static bool kopt_make_bcast(const kopt_tensor& t, const kopt_tensor& F, KoptBcast* b) {
+  b->n = 0;
+  int64_t out_stride = 1, in_stride = 1;
+  int k = -1;  // the term being grown; -1: none
+  bool last_full = false;
+  for (int d = F.ndim - 1; d >= 0; --d) {
+    const int td = t.ndim - (F.ndim - d);
+    const int64_t fs = F.shape[d];
+    const int64_t ts = td >= 0 ? t.shape[td] : 1;
+    if (ts != fs && ts != 1) return false;
+    if (fs == 1) continue;
+    const bool full = ts == fs;
+    if (full) {
+      if (k >= 0 && last_full) {
+        b->mod[k] *= fs;
+      } else {
+        if (b->n == 4) return false;
+        k = b->n++;
+        b->div[k] = out_stride;
+        b->mod[k] = fs;
+        b->mul[k] = in_stride;
+      }
+      in_stride *= fs;
+    }
+    last_full = full;
+    out_stride *= fs;
+  }
+  for (int d = 0; d < t.ndim - F.ndim; ++d)
+    if (t.shape[d] != 1) return false;
+  return true;
+}
+
+template <int VEC>
+__device__ __forceinline__ void kopt_load(const float* __restrict__ p, int64_t i, float* v) {
+  if constexpr (VEC == 4) {
+    const float4 q = *reinterpret_cast<const float4*>(p + i);
+    v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
+  } else if constexpr (VEC == 2) {
+    const float2 q = *reinterpret_cast<const float2*>(p + i);
+    v[0] = q.x; v[1] = q.y;
+  } else {
+#pragma unroll
+    for (int u = 0; u < VEC; ++u) v[u] = p[i + u];
+  }
+}
+template <int VEC, typename T>
+__device__ __forceinline__ void kopt_store(T* __restrict__ p, int64_t i, const T* v) {
+  if constexpr (VEC == 4 && sizeof(T) == 4) {
+    *reinterpret_cast<float4*>(p + i) = make_float4(v[0], v[1], v[2], v[3]);
+  } else if constexpr (VEC == 2 && sizeof(T) == 4) {
+    *reinterpret_cast<float2*>(p + i) = make_float2(v[0], v[1]);
+  } else {
+#pragma unroll
+    for (int u = 0; u < VEC; ++u) p[i + u] = v[u];
+  }
+}
+
+)";
+
+  static constexpr const char* kBlockReduce = R"(__device__ __forceinline__ float kopt_warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+// Every thread of the block gets the result; `red` may be reused at once.
+__device__ __forceinline__ float kopt_block_sum(float v, float* red) {
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  v = kopt_warp_sum(v);
+  __syncthreads();
+  if (lane == 0) red[w] = v;
+  __syncthreads();
+  v = lane < WARPS ? red[lane] : 0.0f;
+  return kopt_warp_sum(v);
+}
+__device__ __forceinline__ float kopt_block_max(float v, float* red) {
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = kopt_max(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();
+  if (lane == 0) red[w] = v;
+  __syncthreads();
+  v = lane < WARPS ? red[lane] : -INFINITY;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = kopt_max(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float kopt_block_min(float v, float* red) {
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = kopt_min(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();
+  if (lane == 0) red[w] = v;
+  __syncthreads();
+  v = lane < WARPS ? red[lane] : INFINITY;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = kopt_min(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+template <bool MAX>
+__device__ __forceinline__ void kopt_block_arg(float& v, long long& i, float* red, long long* redi) {
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, v, o);
+    const long long oi = __shfl_xor_sync(0xffffffffu, i, o);
+    if (MAX) kopt_arg_max(v, i, ov, oi); else kopt_arg_min(v, i, ov, oi);
+  }
+  __syncthreads();
+  if (lane == 0) { red[w] = v; redi[w] = i; }
+  __syncthreads();
+  v = lane < WARPS ? red[lane] : (MAX ? -INFINITY : INFINITY);
+  i = lane < WARPS ? redi[lane] : 0x7fffffffffffffffLL;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, v, o);
+    const long long oi = __shfl_xor_sync(0xffffffffu, i, o);
+    if (MAX) kopt_arg_max(v, i, ov, oi); else kopt_arg_min(v, i, ov, oi);
+  }
+}
+__device__ __forceinline__ void kopt_block_arg_max(float& v, long long& i, float* red, long long* redi) {
+  kopt_block_arg<true>(v, i, red, redi);
+}
+__device__ __forceinline__ void kopt_block_arg_min(float& v, long long& i, float* red, long long* redi) {
+  kopt_block_arg<false>(v, i, red, redi);
+}
+
+)";
+
+  const OpGraph& g_;
+  Program p_;
+  std::map<int, Val> vals_;
+};
+
+}  // namespace
+
+FusionResult FuseGraph(const OpGraph& graph) { return Builder(graph).Run(); }
+
+}  // namespace kopt

@@ -1,0 +1,40 @@
+// The fusion generator: one CUDA kernel for a whole op graph made of
+// elementwise operators and reductions along the last dimension (softmax,
+// log-softmax, layer norm, sums, means, maxima, variances, norms and the
+// chains around them), written as a complete kopt `cuda` candidate whose
+// block size and vector width are knobs the search can tune.
+//
+// What it covers: every value of the graph is, relative to the iteration
+// shape F (the shape the elementwise work runs over), either an element value
+// (F's shape, or an ABI input broadcast to it) or a row value (one per row of
+// F's last dimension, made by a reduction over that dimension). Matrix ops,
+// convolutions, reductions over other dimensions, data-dependent indexing and
+// constants made inside the forward are outside it: FuseGraph says which op
+// stopped it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plan/op_graph.h"
+
+namespace kopt {
+
+struct FusedKernel {
+  std::string kind;    ///< "elementwise" (one pass) or "row" (a block per row)
+  std::string source;  ///< a complete cuda candidate, with knob lines
+  std::string about;   ///< one line: what it fuses and how
+  std::vector<std::string> ops;  ///< the aten ops it replaces, in graph order
+  int passes = 1;      ///< passes over each row (row kernels: reductions that depend on each other + 1)
+};
+
+struct FusionResult {
+  std::optional<FusedKernel> kernel;
+  std::string why_not;  ///< when there is no kernel: the op or value that stopped it, in words
+};
+
+/// One kernel for the whole graph, or why not.
+FusionResult FuseGraph(const OpGraph& graph);
+
+}  // namespace kopt

@@ -1,0 +1,110 @@
+// The fusion generator on the suite's recorded op graphs
+// (tests/data/graphs, recorded on the meta device by record.py there): which
+// graphs become one kernel, what stops the others, and that every generated
+// kernel compiles with real nvcc for sm_90a at its defaults and its knob
+// extremes.
+#include "plan/fusion.h"
+
+#include <gtest/gtest.h>
+
+#include <iostream>
+#include <map>
+
+#include "build/builder.h"
+#include "core/json.h"
+#include "testing/paths.h"
+
+namespace kopt {
+namespace {
+
+namespace fs = std::filesystem;
+
+OpGraph Graph(const std::string& name) {
+  const Json j = ReadJsonFile(testing::SourceDir() / "tests" / "data" / "graphs" / (name + ".json"));
+  auto g = OpGraphFromJson(j);
+  if (!g) throw std::runtime_error(name + ": not a version-2 graph");
+  return *g;
+}
+
+std::map<std::string, FusionResult> AllGraphs() {
+  std::map<std::string, FusionResult> out;
+  for (const auto& e : fs::directory_iterator(testing::SourceDir() / "tests" / "data" / "graphs")) {
+    if (e.path().extension() != ".json") continue;
+    out[e.path().stem().string()] = FuseGraph(Graph(e.path().stem().string()));
+  }
+  return out;
+}
+
+TEST(OpGraph, ReadsDataflowAndSources) {
+  const OpGraph g = Graph("level1_07_rmsnorm");
+  ASSERT_EQ(g.nodes.size(), 6u);
+  EXPECT_EQ(g.nodes[0].base, "pow");
+  EXPECT_EQ(g.Value(g.nodes[0].in[0]).source, "abi");
+  EXPECT_EQ(g.Value(g.nodes[0].in[0]).abi_index, 0);
+  const GraphValue& w = g.Value(g.nodes[5].in[1]);
+  EXPECT_EQ(w.role, "param");
+  EXPECT_EQ(w.abi_index, 1);
+  EXPECT_EQ(g.outputs.size(), 1u);
+  EXPECT_EQ(g.Producer(g.outputs[0]), &g.nodes[5]);
+  EXPECT_EQ(OpBase("aten::relu_"), "relu");
+  EXPECT_EQ(OpBase("aten::_softmax"), "_softmax");
+  EXPECT_EQ(OpBase("aten::add.Tensor"), "add");
+}
+
+TEST(OpGraph, AGraphWithoutDataflowIsNone) {
+  EXPECT_FALSE(OpGraphFromJson(Json{{"nodes", Json::array({{{"op", "aten::relu"}}})}}).has_value());
+  EXPECT_FALSE(OpGraphFromJson(Json::object()).has_value());
+}
+
+TEST(Fusion, ElementwiseAndRowChainsOfTheSuiteBecomeOneKernel) {
+  const auto all = AllGraphs();
+  const std::map<std::string, std::string> expect = {
+      {"level1_01_relu", "elementwise"},    {"level1_02_gelu", "elementwise"},
+      {"level1_03_swish", "elementwise"},   {"level1_04_softmax", "row"},
+      {"level1_05_log_softmax", "row"},     {"level1_06_layernorm", "row"},
+      {"level1_07_rmsnorm", "row"},         {"level1_11_mean_dim", "row"},
+      {"level1_13_argmax", "row"},          {"level1_30_var_mean", "row"},
+  };
+  for (const auto& [name, kind] : expect) {
+    const auto it = all.find(name);
+    ASSERT_NE(it, all.end()) << name;
+    ASSERT_TRUE(it->second.kernel) << name << ": " << it->second.why_not;
+    EXPECT_EQ(it->second.kernel->kind, kind) << name;
+  }
+  for (const auto& [name, r] : all)
+    if (!r.kernel) std::cout << name << ": " << r.why_not << "\n";
+}
+
+TEST(Fusion, SaysWhichOpStopsIt) {
+  const auto all = AllGraphs();
+  EXPECT_NE(all.at("level1_21_matmul_square").why_not.find("matrix"), std::string::npos);
+  EXPECT_NE(all.at("level1_10_sum_dim").why_not.find("other than the last"), std::string::npos);
+  EXPECT_NE(all.at("level1_12_max_dim").why_not.find("other than the last"), std::string::npos);
+}
+
+TEST(Fusion, RowKernelPassesFollowTheirDependencies) {
+  const auto all = AllGraphs();
+  EXPECT_EQ(all.at("level1_11_mean_dim").kernel->passes, 2);  // the sum, then the store
+  EXPECT_EQ(all.at("level1_04_softmax").kernel->passes, 3);   // max, sum of exp, write
+  EXPECT_EQ(all.at("level1_06_layernorm").kernel->passes, 3);  // mean, variance, write
+}
+
+TEST(Fusion, EveryGeneratedKernelCompilesForSm90a) {
+  if (!testing::HaveNvcc()) GTEST_SKIP() << "nvcc not found";
+  BuilderOptions options;
+  options.cache_dir = testing::ScratchDir("plan-nvcc");
+  options.include_dir = testing::SourceDir() / "include";
+  options.arch = "sm_90a";
+  options.jobs = 2;
+  auto builder = MakeNvccBuilder(options);
+  std::vector<BuildRequest> requests;
+  for (const auto& [name, r] : AllGraphs())
+    if (r.kernel) requests.push_back({r.kernel->source, name, {}});
+  ASSERT_GE(requests.size(), 10u);
+  const auto results = builder->BuildAll(requests);
+  for (std::size_t i = 0; i < results.size(); ++i)
+    EXPECT_TRUE(results[i].ok) << requests[i].name << "\n" << results[i].log << "\n" << requests[i].source;
+}
+
+}  // namespace
+}  // namespace kopt
