@@ -3,7 +3,8 @@
 // error at the level of an fp32 SIMT GEMM.
 //
 // Each operand element x is split as x = big + small, big = tf32(x) and
-// small = tf32(x - big) (both rounded to nearest; x - big is exact in fp32),
+// small = tf32(x - big) (both rounded to nearest; x - big is exact in fp32;
+// see split_tf32),
 // so big + small carries 22 of x's 24 significand bits. Each 8-deep slice of
 // the product is then three tensor-core MMAs accumulated in fp32:
 //   acc += a_small·b_big;  acc += a_big·b_small;  acc += a_big·b_big
@@ -92,14 +93,18 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-// x = big + small (+ a residual of at most 2^-22 |x|), both tf32 bit patterns.
+// x = big + small (+ a residual of at most 2^-22 |x|), both as tf32 operands.
+// big = x rounded to nearest (ties away) to tf32, done in integer arithmetic
+// (cvt.rna.tf32.f32 costs ptxas four instructions with its inf/NaN guard);
+// x - big is exact in fp32. small = that remainder plus half a tf32 ulp: the
+// tensor core reads only the top 19 bits of a .tf32 operand, so the carry
+// makes its truncation a round-to-nearest. Were the low bits used instead,
+// the value would move by less than 2^-11 |small| <= 2^-22 |x| all the same.
+// Finite inputs only: |x| near FLT_MAX rounds big to inf (then NaN).
 __device__ __forceinline__ void split_tf32(float x, uint32_t& big, uint32_t& small) {
-  uint32_t b, s;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(b) : "f"(x));
-  const float r = x - __uint_as_float(b);  // exact
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(s) : "f"(r));
+  const uint32_t b = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
   big = b;
-  small = s;
+  small = __float_as_uint(x - __uint_as_float(b)) + 0x1000u;
 }
 
 // D = A·B + D for one 16×8×8 tile. A fragment (row-major 16×8), lane = 4g + t:
@@ -335,6 +340,9 @@ static int launch(const float* a, const float* b, const float* bias, float* c, i
   static bool configured = false;
   if (!configured) {
     cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+    if (e != cudaSuccess) return (int)e;
+    // All of the unified L1/shared array as shared memory, so two default blocks fit per SM.
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
     if (e != cudaSuccess) return (int)e;
     configured = true;
   }
