@@ -50,11 +50,14 @@ constexpr int WM = 64;
 constexpr int WN = 64;
 // kopt:knob STAGES 3 {2,3,4,5} shared-memory pipeline depth: more loads in flight, more shared memory (fewer blocks per SM)
 constexpr int STAGES = 3;
-// kopt:knob GROUP_M 8 {1,4,8,16} tile rows visited together: L2 reuse of B tiles across neighbouring blocks
+// kopt:knob GROUP_M 8 {1,8} tile rows visited together: L2 reuse of B tiles across neighbouring blocks
 constexpr int GROUP_M = 8;
+// kopt:knob MIN_BLOCKS 1 {1,2} blocks per SM promised to ptxas (__launch_bounds__): 2 caps registers at 32768/threads for occupancy, at the risk of spills
+constexpr int MIN_BLOCKS = 1;
 // kopt:constraint BM % WM == 0 && BN % WN == 0 && (BM / WM) * (BN / WN) <= 8
 // kopt:constraint WM * WN / 32 + WN / 2 + 48 <= 255
 // kopt:constraint STAGES * (BM + BN) * (BK + 8) * 4 <= 232448
+// kopt:constraint MIN_BLOCKS == 1 || ((BM / WM) * (BN / WN) * 64 * (WM * WN / 32 + WN / 2 + 48) <= 65536 && STAGES * (BM + BN) * (BK + 8) * 4 <= 115712)
 
 constexpr int WARPS_M = BM / WM;
 constexpr int WARPS_N = BN / WN;
@@ -196,7 +199,7 @@ __device__ __forceinline__ float epilogue_op(float v, float bias) {
 // ---------------------------------------------------------------------------
 
 template <bool VEC>
-__global__ void __launch_bounds__(THREADS)
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 gemm_3xtf32_kernel(const float* __restrict__ A, const float* __restrict__ B, const float* __restrict__ bias,
                    float* __restrict__ C, int M, int N, int K, bool vec_store) {
   extern __shared__ __align__(16) float smem[];
