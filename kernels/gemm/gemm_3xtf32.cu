@@ -393,7 +393,7 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
   }
 #endif
   if (M == 0 || N == 0 || batch == 0) return 0;
-  if (M > 0x7fffffffLL || N > 0x7fffffffLL || K > 0x7fffffffLL) return 5;
+  if (M > 0x7fffff00LL || N > 0x7fffff00LL || K > 0x7fffff00LL) return 5;  // tile sums stay in int
 
   const float* a = static_cast<const float*>(A.data);
   const float* b = static_cast<const float*>(B.data);
