@@ -28,7 +28,7 @@ struct OptimizeArgs {
   ContractOverrides contract;
   std::vector<std::string> tasks;
   std::string from;
-  std::string proposer = "tune";
+  std::string proposer = "expert";
   std::vector<std::string> candidates;
   std::string budget;
   std::string objective = "time";
@@ -78,6 +78,14 @@ std::vector<Task> ExpandTasks(const std::vector<std::string>& args, const fs::pa
   return out;
 }
 
+/// The expert proposer's files: the template library and the diagnosis-to-move table.
+ProposerOptions ExpertFiles(const fs::path& repo_root) {
+  ProposerOptions po;
+  po.kernels_dir = repo_root / "kernels";
+  po.moves_file = repo_root / "data" / "expert" / "moves.json";
+  return po;
+}
+
 std::string Ratio(const std::optional<double>& r) { return r ? FormatRatio(*r) : std::string("-"); }
 
 // Without a GPU: say so, then show what the search would do — the tuner's
@@ -92,7 +100,7 @@ int RunOffline(const OptimizeArgs& a, const std::vector<Task>& tasks) {
   int failures = 0;
   for (const Task& task : tasks) {
     std::unique_ptr<Proposer> p;
-    ProposerOptions po;
+    ProposerOptions po = ExpertFiles(ctx.repo_root);
     for (const auto& c : a.candidates) po.replay_paths.push_back(c);
     p = MakeProposer(a.proposer, po);
     ProposeContext pc;
@@ -262,6 +270,7 @@ int RunOptimize(const OptimizeArgs& a) {
 
   LoopOptions o;
   o.proposer = a.proposer;
+  o.proposer_options = ExpertFiles(FindRepoRoot());
   for (const auto& c : a.candidates) o.proposer_options.replay_paths.push_back(fs::absolute(c));
   o.search = a.search.empty() ? (a.proposer == "replay" ? "sweep" : "mcts") : a.search;
   o.objective = ParseObjective(a.objective);
@@ -385,8 +394,9 @@ void AddOptimizeCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--from", args->from,
                   "Start from your own kernel (.cu or ModelNew .py): the root to beat");
   cmd->add_option("--proposer", args->proposer,
-                  "Where candidates come from: tune (the knobs of the task's shipped solution or "
-                  "--from), replay "
+                  "Where candidates come from: expert (the planner's fused kernels, kernels/ "
+                  "templates and shipped solutions, then moves keyed to diagnoses and knob tuning), "
+                  "tune (the knobs of the task's shipped solution or --from), replay "
                   "(--candidates files and folders)")
       ->capture_default_str();
   cmd->add_option("--candidates", args->candidates,

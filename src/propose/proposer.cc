@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "propose/expert.h"
 #include "propose/replay.h"
 #include "propose/tuner.h"
 
@@ -16,9 +17,10 @@ struct ProposerEntry {
   std::unique_ptr<Proposer> (*make)(const ProposerOptions& options);
 };
 
-// How to add a proposer: one line here (the `expert` and `llm` proposers
-// will join this table), its factory in src/propose/<name>.h.
+// How to add a proposer: one line here (the `llm` proposer will join this
+// table), its factory in src/propose/<name>.h.
 const ProposerEntry kProposers[] = {
+    {"expert", [](const ProposerOptions& o) { return MakeExpertProposer(o); }},
     {"tune", [](const ProposerOptions& o) { return MakeTuneProposer(o.tuner); }},
     {"replay", [](const ProposerOptions& o) { return MakeReplayProposer(o.replay_paths); }},
 };

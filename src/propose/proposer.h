@@ -105,9 +105,13 @@ struct ProposerOptions {
   /// for .cu and .py files), replayed in the order given.
   std::vector<std::filesystem::path> replay_paths;
   TunerOptions tuner;
+  /// expert: the template library (kernels/) and the diagnosis-to-knob
+  /// table (data/expert/moves.json); empty: none.
+  std::filesystem::path kernels_dir;
+  std::filesystem::path moves_file;
 };
 
-/// "tune" or "replay"; throws kopt::Error naming the choices for any other
+/// "expert", "tune" or "replay"; throws kopt::Error naming the choices for any other
 /// name. How to add one: see the top of this file.
 std::unique_ptr<Proposer> MakeProposer(const std::string& name, const ProposerOptions& options);
 

@@ -1,0 +1,335 @@
+#include "plan/planner.h"
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "plan/fusion.h"
+
+namespace kopt {
+namespace {
+
+const std::set<std::string> kShapeOnly = {"view",  "_unsafe_view", "reshape", "unsqueeze", "squeeze",
+                                          "alias", "detach",       "clone",   "contiguous", "expand",
+                                          "lift_fresh", "flatten"};
+
+/// The ops that compute something (shape-only views dropped).
+std::vector<const GraphNode*> Significant(const OpGraph& g) {
+  std::vector<const GraphNode*> out;
+  for (const GraphNode& n : g.nodes) {
+    if (kShapeOnly.count(n.base)) continue;
+    if (n.base == "slice" && !n.in.empty()) {  // a slice that keeps the whole dim changes nothing
+      const Json* d = OpGraph::Arg(n, 1, "dim");
+      const Json* b = OpGraph::Arg(n, 2, "start");
+      const Json* e = OpGraph::Arg(n, 3, "end");
+      const Json* st = OpGraph::Arg(n, 4, "step");
+      const auto& shape = g.Value(n.in[0]).shape;
+      if (d && d->is_number_integer() && (!b || b->is_null() || *b == 0) && (!st || st->is_null() || *st == 1)) {
+        long long dim = d->get<long long>();
+        if (dim < 0) dim += static_cast<long long>(shape.size());
+        if (dim >= 0 && dim < static_cast<long long>(shape.size()) &&
+            (!e || e->is_null() || (e->is_number_integer() && e->get<long long>() >= shape[static_cast<std::size_t>(dim)])))
+          continue;
+      }
+    }
+    out.push_back(&n);
+  }
+  return out;
+}
+
+/// The ABI index a value comes from, looking through shape-only views; -1
+/// when it is computed.
+int AbiOf(const OpGraph& g, int id) {
+  for (int guard = 0; guard < 64; ++guard) {
+    const GraphValue& v = g.Value(id);
+    if (v.source == "abi") return v.abi_index;
+    const GraphNode* p = g.Producer(id);
+    if (!p || !kShapeOnly.count(p->base) || p->in.empty()) return -1;
+    id = p->in[0];
+  }
+  return -1;
+}
+
+std::optional<long long> IntArg(const GraphNode& n, std::size_t i, const char* kw = nullptr) {
+  const Json* a = OpGraph::Arg(n, i, kw);
+  if (!a) return std::nullopt;
+  if (a->is_number_integer()) return a->get<long long>();
+  if (a->is_array() && a->size() == 1 && a->at(0).is_number_integer()) return a->at(0).get<long long>();
+  return std::nullopt;
+}
+
+/// A pair argument ([3, 3] or 3), or `fallback` when absent or empty.
+std::optional<std::pair<long long, long long>> PairArg(const GraphNode& n, std::size_t i,
+                                                       std::optional<std::pair<long long, long long>> fallback) {
+  const Json* a = OpGraph::Arg(n, i);
+  if (!a || a->is_null() || (a->is_array() && a->empty())) return fallback;
+  if (a->is_number_integer()) return std::make_pair(a->get<long long>(), a->get<long long>());
+  if (a->is_array() && a->size() == 1 && a->at(0).is_number_integer())
+    return std::make_pair(a->at(0).get<long long>(), a->at(0).get<long long>());
+  if (a->is_array() && a->size() == 2 && a->at(0).is_number_integer() && a->at(1).is_number_integer())
+    return std::make_pair(a->at(0).get<long long>(), a->at(1).get<long long>());
+  return std::nullopt;
+}
+
+bool BoolArg(const GraphNode& n, std::size_t i, const char* kw, bool fallback) {
+  const Json* a = OpGraph::Arg(n, i, kw);
+  return a && a->is_boolean() ? a->get<bool>() : fallback;
+}
+
+const KernelTemplate* FindTemplate(const std::vector<KernelTemplate>& ts, const std::string& cls) {
+  for (const KernelTemplate& t : ts)
+    if (t.op_class == cls) return &t;
+  return nullptr;
+}
+
+PlanOption Instantiate(const KernelTemplate& t, const std::map<std::string, long long>& slots,
+                       const std::string& task_stem, const std::string& about) {
+  PlanOption o;
+  o.space = "template";
+  std::string label = t.id;
+  std::vector<std::string> parts;
+  Json js = Json::object();
+  for (const auto& [k, v] : slots) {
+    parts.push_back(fmt::format("{}={}", k.substr(5), v));  // without "KOPT_"
+    js[k] = v;
+  }
+  if (!parts.empty()) label += "[" + fmt::format("{}", fmt::join(parts, ",")) + "]";
+  o.label = label;
+  o.about = about;
+  o.candidate.kind = CandidateKind::kCuda;
+  o.candidate.source = SetSlots(t.source, slots);
+  o.candidate.name = task_stem + "[" + t.id + "]";
+  o.detail = {{"space", "template"}, {"template", t.id}, {"slots", js}};
+  return o;
+}
+
+}  // namespace
+
+std::vector<PlanOption> MatchTemplates(const OpGraph& g, const std::vector<KernelTemplate>& templates,
+                                       const std::string& task_stem, std::vector<std::string>* notes) {
+  std::vector<PlanOption> out;
+  const auto sig = Significant(g);
+  if (sig.empty() || g.outputs.size() != 1) return out;
+  std::vector<std::string> bases;
+  for (const GraphNode* n : sig) bases.push_back(n->base);
+  auto rank_of = [&](int id) { return static_cast<long long>(g.Value(id).shape.size()); };
+  auto all_float = [&](const GraphNode& n) {
+    for (int v : n.in)
+      if (g.Value(v).dtype != "float32") return false;
+    return true;
+  };
+
+  // Scans along the last dim: cumsum, flip-cumsum-flip, and the exclusive
+  // form (cumsum, drop the last, pad one zero in front).
+  if (const KernelTemplate* t = FindTemplate(templates, "scan")) {
+    const GraphNode* scan = nullptr;
+    long long reverse = 0, exclusive = 0;
+    if (bases == std::vector<std::string>{"cumsum"}) scan = sig[0];
+    if (bases == std::vector<std::string>{"flip", "cumsum", "flip"}) {
+      const Json* d0 = OpGraph::Arg(*sig[0], 1, "dims");
+      const Json* d2 = OpGraph::Arg(*sig[2], 1, "dims");
+      auto c = IntArg(*sig[1], 1, "dim");
+      const Json one = c ? Json::array({*c}) : Json();
+      if (d0 && d2 && *d0 == one && *d2 == one) {
+        scan = sig[1];
+        reverse = 1;
+      }
+    }
+    if (bases == std::vector<std::string>{"cumsum", "slice", "constant_pad_nd"}) {
+      const Json* pad = OpGraph::Arg(*sig[2], 1);
+      if (pad && *pad == Json::array({1, 0})) {
+        scan = sig[0];
+        exclusive = 1;
+      }
+    }
+    if (scan && all_float(*scan)) {
+      const long long rank = rank_of(scan->in[0]);
+      auto dim = IntArg(*scan, 1, "dim");
+      const int src = AbiOf(g, reverse ? sig[0]->in[0] : scan->in[0]);
+      if (dim && (*dim == rank - 1 || *dim == -1) && src == 0)
+        out.push_back(Instantiate(*t, {{"KOPT_REVERSE", reverse}, {"KOPT_EXCLUSIVE", exclusive}}, task_stem,
+                                  "a scan along the last dim: block-wide scans with a running carry"));
+      else if (notes)
+        notes->push_back("the scan template takes the last dim only");
+    }
+  }
+
+  // One reduction over one dim.
+  if (const KernelTemplate* t = FindTemplate(templates, "reduce"); t && sig.size() == 1) {
+    static const std::map<std::string, long long> kOp = {{"sum", 0}, {"mean", 1}, {"max", 2}, {"min", 3},
+                                                         {"amax", 4}, {"amin", 5}, {"argmax", 6}, {"argmin", 7}};
+    const GraphNode& n = *sig[0];
+    auto op = kOp.find(n.base);
+    auto dim = IntArg(n, 1, "dim");
+    const Json* dims = OpGraph::Arg(n, 1, "dim");
+    const bool one_dim = dims && (dims->is_number_integer() || (dims->is_array() && dims->size() == 1));
+    const bool values_only = n.base != "max" && n.base != "min" ? true : g.outputs[0] == n.out[0];
+    if (op != kOp.end() && one_dim && dim && values_only && all_float(n) && AbiOf(g, n.in[0]) == 0)
+      out.push_back(Instantiate(*t, {{"KOPT_DIM", *dim}, {"KOPT_OP", op->second}}, task_stem,
+                                fmt::format("{} over dim {}: rows by warps, or columns split across blocks", n.base,
+                                            *dim)));
+  }
+
+  // 2-D pooling.
+  if (const KernelTemplate* t = FindTemplate(templates, "pool"); t && sig.size() == 1) {
+    const GraphNode& n = *sig[0];
+    const bool is_max = n.base == "max_pool2d_with_indices" || n.base == "max_pool2d";
+    const bool is_avg = n.base == "avg_pool2d";
+    if ((is_max || is_avg) && all_float(n) && AbiOf(g, n.in[0]) == 0 && rank_of(n.in[0]) == 4) {
+      auto k = PairArg(n, 1, std::nullopt);
+      auto s = PairArg(n, 2, k);
+      auto p = PairArg(n, 3, std::make_pair(0LL, 0LL));
+      bool ok = k && s && p;
+      long long ceil = 0, include_pad = 1;
+      if (is_max) {
+        auto d = PairArg(n, 4, std::make_pair(1LL, 1LL));
+        ok = ok && d && d->first == 1 && d->second == 1;
+        ceil = BoolArg(n, 5, "ceil_mode", false);
+      } else {
+        ceil = BoolArg(n, 4, "ceil_mode", false);
+        include_pad = BoolArg(n, 5, "count_include_pad", true);
+        const Json* div = OpGraph::Arg(n, 6, "divisor_override");
+        ok = ok && (!div || div->is_null());
+      }
+      if (ok)
+        out.push_back(Instantiate(*t,
+                                  {{"KOPT_MAX", is_max ? 1 : 0},
+                                   {"KOPT_KH", k->first},
+                                   {"KOPT_KW", k->second},
+                                   {"KOPT_SH", s->first},
+                                   {"KOPT_SW", s->second},
+                                   {"KOPT_PH", p->first},
+                                   {"KOPT_PW", p->second},
+                                   {"KOPT_COUNT_INCLUDE_PAD", include_pad},
+                                   {"KOPT_CEIL_MODE", ceil}},
+                                  task_stem, "2-D pooling with coalesced window loads"));
+      else if (notes)
+        notes->push_back("the pooling template takes no dilation and no divisor override");
+    }
+  }
+
+  // A GEMM, with its bias, one activation and one constant scale as the
+  // epilogue: mm(A, B), mm(A, t(B)), bmm(A, B), addmm(bias, A, t(W)).
+  if (const KernelTemplate* t = FindTemplate(templates, "gemm")) {
+    const GraphNode* mm = nullptr;
+    std::size_t at = 0;
+    for (; at < sig.size(); ++at)
+      if (sig[at]->base != "t" && sig[at]->base != "transpose" && sig[at]->base != "permute") {
+        mm = sig[at];
+        break;
+      }
+    std::map<std::string, long long> slots = {{"KOPT_TRANS_B", 0}, {"KOPT_BATCHED", 0}, {"KOPT_BIAS", 0},
+                                              {"KOPT_EPILOGUE", 0}, {"KOPT_OUT_SCALE_X1000", 1000}};
+    bool ok = mm && (mm->base == "mm" || mm->base == "bmm" || mm->base == "addmm") && all_float(*mm);
+    int a_arg = 0, b_arg = 1;
+    if (ok && mm->base == "addmm") {
+      slots["KOPT_BIAS"] = 1;
+      a_arg = 1;
+      b_arg = 2;
+      const Json* beta = OpGraph::Arg(*mm, 3, "beta");
+      const Json* alpha = OpGraph::Arg(*mm, 4, "alpha");
+      ok = ok && (!beta || *beta == 1) && (!alpha || *alpha == 1) && AbiOf(g, mm->in[0]) == 2 &&
+           g.Value(mm->in[0]).shape.size() == 1;
+    }
+    if (ok && mm->base == "bmm") slots["KOPT_BATCHED"] = 1;
+    if (ok) {
+      const int a = mm->in.size() > static_cast<std::size_t>(a_arg) ? mm->in[static_cast<std::size_t>(a_arg)] : -1;
+      const int b = mm->in.size() > static_cast<std::size_t>(b_arg) ? mm->in[static_cast<std::size_t>(b_arg)] : -1;
+      ok = a >= 0 && b >= 0 && AbiOf(g, a) == 0;
+      if (ok && AbiOf(g, b) != 1) {
+        // B through a transpose of the ABI input: the template reads it as [N, K].
+        const GraphNode* p = g.Producer(b);
+        const bool two_d = p && !p->in.empty() && g.Value(p->in[0]).shape.size() == 2;
+        const Json* perm = p ? OpGraph::Arg(*p, 1) : nullptr;
+        const bool transposed =
+            two_d &&
+            (p->base == "t" || p->base == "transpose" ||
+             (p->base == "permute" && perm && *perm == Json::array({1, 0}))) &&
+            AbiOf(g, p->in[0]) == 1;
+        ok = transposed;
+        if (ok) slots["KOPT_TRANS_B"] = 1;
+      }
+    }
+    // The tail: at most one activation and one constant scale.
+    for (std::size_t i = at + 1; ok && i < sig.size(); ++i) {
+      const GraphNode& n = *sig[i];
+      if (n.base == "relu" && slots["KOPT_EPILOGUE"] == 0) {
+        slots["KOPT_EPILOGUE"] = 1;
+      } else if (n.base == "gelu" && slots["KOPT_EPILOGUE"] == 0) {
+        const Json* ap = OpGraph::Arg(n, 1, "approximate");
+        ok = !ap || *ap == "none";
+        slots["KOPT_EPILOGUE"] = 2;
+      } else if ((n.base == "mul" || n.base == "div") && slots["KOPT_OUT_SCALE_X1000"] == 1000) {
+        const Json* s = OpGraph::Arg(n, 1);
+        double v = s && s->is_number() ? s->get<double>() : 0;
+        if (n.base == "div" && v != 0) v = 1 / v;
+        const double x1000 = v * 1000;
+        ok = v > 0 && std::abs(x1000 - std::round(x1000)) < 1e-9;
+        slots["KOPT_OUT_SCALE_X1000"] = static_cast<long long>(std::llround(x1000));
+      } else {
+        ok = false;
+      }
+    }
+    if (ok && mm)
+      out.push_back(Instantiate(*t, slots, task_stem,
+                                "strict-fp32 GEMM on tensor cores (3xTF32 split precision) with the bias, "
+                                "activation and scale in its epilogue"));
+  }
+  return out;
+}
+
+Plan MakePlan(const PlanInputs& in) {
+  Plan plan;
+  std::optional<OpGraph> graph;
+  if (in.bundle) {
+    try {
+      graph = OpGraphFromJson(in.bundle->graph);
+    } catch (const std::exception& e) {
+      plan.notes.push_back(std::string("the op graph could not be read: ") + e.what());
+    }
+  }
+  const double floor = in.bundle ? in.bundle->floor_ms : 0;
+  if (!graph) {
+    plan.notes.push_back(
+        "no op graph with dataflow was captured (it needs a capture by this kopt version), so only hand-written "
+        "solutions are planned");
+  } else {
+    FusionResult f = FuseGraph(*graph);
+    if (f.kernel) {
+      PlanOption o;
+      o.space = "fused";
+      o.label = fmt::format("fused {} kernel", f.kernel->kind);
+      o.about = f.kernel->about;
+      o.candidate.kind = CandidateKind::kCuda;
+      o.candidate.source = f.kernel->source;
+      o.candidate.name = in.task_stem + "[fused]";
+      o.detail = {{"space", "fused"}, {"kernel", f.kernel->kind}, {"passes", f.kernel->passes},
+                  {"ops", f.kernel->ops}};
+      // One DRAM read per input: the floor, plus re-reads from L2 for extra passes.
+      o.est_ms = floor > 0 ? floor * (1.0 + 0.1 * (f.kernel->passes - 1)) : 0;
+      plan.options.push_back(std::move(o));
+    } else {
+      plan.notes.push_back("no single fused kernel: " + f.why_not);
+    }
+    for (PlanOption& o : MatchTemplates(*graph, in.templates, in.task_stem, &plan.notes)) {
+      o.est_ms = floor > 0 ? floor * 1.2 : 0;
+      plan.options.push_back(std::move(o));
+    }
+  }
+  for (const Candidate& c : in.shipped) {
+    PlanOption o;
+    o.space = "hand-written";
+    o.label = c.name;
+    o.about = "the task's shipped solution";
+    o.candidate = c;
+    o.detail = {{"space", "hand-written"}, {"file", c.path.filename().string()}};
+    plan.options.push_back(std::move(o));
+  }
+  if (plan.options.empty())
+    plan.notes.push_back("nothing in the plan: the search keeps the reference (PyTorch) unless --from is given");
+  return plan;
+}
+
+}  // namespace kopt

@@ -1,0 +1,54 @@
+// The planner: which implementation spaces to try for a task, in what order.
+// It reads the captured op graph and offers, for the whole forward:
+//   - "fused": one kernel from the fusion generator (fusion.h) when the graph
+//     is a chain of elementwise ops and last-dim reductions;
+//   - "template": a kernels/ template whose op class and pattern the graph
+//     matches (a scan, a reduction over any dim, a pooling window, a GEMM
+//     with its bias and activation), with its slots set from the op's args;
+//   - "hand-written": the task's shipped solutions, when there are any.
+// Each option comes with the bytes it must move and a time estimate; the
+// expert proposer hands them to the search as the wide first level.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/json.h"
+#include "core/task.h"
+#include "plan/op_graph.h"
+#include "plan/templates.h"
+#include "task/bundle.h"
+#include "task/contract.h"
+
+namespace kopt {
+
+struct PlanOption {
+  std::string space;  ///< "fused", "template", "hand-written"
+  std::string label;  ///< short: "fused row kernel", "scan/scan_lastdim[KOPT_REVERSE=1]"
+  std::string about;  ///< what it does and why it should pay, one sentence
+  Candidate candidate;
+  Json detail = Json::object();  ///< {space, template, slots, ...}
+  double est_ms = 0;             ///< 0: no estimate
+};
+
+struct Plan {
+  std::vector<PlanOption> options;  ///< best first
+  std::vector<std::string> notes;   ///< what was considered and why an option is missing
+};
+
+struct PlanInputs {
+  const TaskBundle* bundle = nullptr;  ///< its graph; may be empty (no capture)
+  Contract contract;
+  std::string task_stem;               ///< names candidates: "04_softmax"
+  std::vector<Candidate> shipped;      ///< hand-written solutions
+  std::vector<KernelTemplate> templates;
+};
+
+Plan MakePlan(const PlanInputs& in);
+
+/// The template instantiations the graph matches (exposed for tests).
+std::vector<PlanOption> MatchTemplates(const OpGraph& g, const std::vector<KernelTemplate>& templates,
+                                       const std::string& task_stem, std::vector<std::string>* notes);
+
+}  // namespace kopt

@@ -1,0 +1,109 @@
+// The planner on the suite's recorded op graphs: which template each task's
+// pattern matches and with which slots, and that every option it offers
+// compiles for sm_90a.
+#include "plan/planner.h"
+
+#include <gtest/gtest.h>
+
+#include "build/builder.h"
+#include "core/json.h"
+#include "testing/paths.h"
+
+namespace kopt {
+namespace {
+
+namespace fs = std::filesystem;
+
+TaskBundle BundleOf(const std::string& name) {
+  TaskBundle b;
+  b.graph = ReadJsonFile(testing::SourceDir() / "tests" / "data" / "graphs" / (name + ".json"));
+  b.floor_ms = 1.0;
+  return b;
+}
+
+Plan PlanOf(const std::string& name) {
+  static const auto templates = LoadTemplates(testing::SourceDir() / "kernels");
+  TaskBundle b = BundleOf(name);
+  PlanInputs in;
+  in.bundle = &b;
+  in.task_stem = name;
+  in.templates = templates;
+  return MakePlan(in);
+}
+
+/// The slots of the option that instantiates `template_id`, or null.
+const Json* Slots(const Plan& p, const std::string& template_id) {
+  for (const PlanOption& o : p.options)
+    if (o.detail.value("template", "") == template_id) return &o.detail.at("slots");
+  return nullptr;
+}
+
+TEST(Templates, SlotsAreSetOnTheirDefineLinesOnly) {
+  const std::string src = "#define KOPT_DIM -1  // slot: dim\n#define KOPT_OP 0 // slot: op\nint KOPT_DIM2 = 3;\n";
+  EXPECT_EQ(SetSlots(src, {{"KOPT_DIM", 2}}), "#define KOPT_DIM 2  // slot: dim\n#define KOPT_OP 0 // slot: op\nint KOPT_DIM2 = 3;\n");
+  EXPECT_EQ(SlotValues(src).at("KOPT_OP"), "0");
+  EXPECT_THROW(SetSlots(src, {{"KOPT_NOPE", 1}}), std::exception);
+}
+
+TEST(Planner, MatchesEachTemplateToItsPatternWithSlotsFromTheArgs) {
+  const auto templates = LoadTemplates(testing::SourceDir() / "kernels");
+  ASSERT_GE(templates.size(), 4u);
+  auto expect = [](const std::string& task, const std::string& tmpl, const Json& want) {
+    const Plan p = PlanOf(task);
+    const Json* s = Slots(p, tmpl);
+    ASSERT_NE(s, nullptr) << task << " should match " << tmpl;
+    for (const auto& [k, v] : want.items()) EXPECT_EQ(s->at(k), v) << task << " " << k;
+  };
+  expect("level1_16_cumsum", "scan/scan_lastdim", {{"KOPT_REVERSE", 0}, {"KOPT_EXCLUSIVE", 0}});
+  expect("level1_17_reverse_cumsum", "scan/scan_lastdim", {{"KOPT_REVERSE", 1}, {"KOPT_EXCLUSIVE", 0}});
+  expect("level1_18_exclusive_cumsum", "scan/scan_lastdim", {{"KOPT_REVERSE", 0}, {"KOPT_EXCLUSIVE", 1}});
+  expect("level1_10_sum_dim", "reduce/reduce_dim", {{"KOPT_DIM", 1}, {"KOPT_OP", 0}});
+  expect("level1_11_mean_dim", "reduce/reduce_dim", {{"KOPT_DIM", 1}, {"KOPT_OP", 1}});
+  expect("level1_12_max_dim", "reduce/reduce_dim", {{"KOPT_DIM", 0}, {"KOPT_OP", 2}});
+  expect("level1_13_argmax", "reduce/reduce_dim", {{"KOPT_DIM", 1}, {"KOPT_OP", 6}});
+  expect("level1_14_maxpool2d", "pool/pool2d",
+         {{"KOPT_MAX", 1}, {"KOPT_KH", 3}, {"KOPT_SH", 2}, {"KOPT_PH", 1}, {"KOPT_CEIL_MODE", 0}});
+  expect("level1_15_avgpool2d", "pool/pool2d", {{"KOPT_MAX", 0}, {"KOPT_KW", 3}, {"KOPT_COUNT_INCLUDE_PAD", 1}});
+  expect("level1_21_matmul_square", "gemm/gemm_3xtf32", {{"KOPT_TRANS_B", 0}, {"KOPT_BATCHED", 0}});
+  expect("level1_22_bmm", "gemm/gemm_3xtf32", {{"KOPT_BATCHED", 1}});
+  expect("level1_23_matmul_transposed_b", "gemm/gemm_3xtf32", {{"KOPT_TRANS_B", 1}});
+  expect("level2_01_linear_gelu_scale", "gemm/gemm_3xtf32",
+         {{"KOPT_TRANS_B", 1}, {"KOPT_BIAS", 1}, {"KOPT_EPILOGUE", 2}, {"KOPT_OUT_SCALE_X1000", 1500}});
+}
+
+TEST(Planner, OffersTheFusedKernelFirstAndSaysWhyNotOtherwise) {
+  const Plan softmax = PlanOf("level1_04_softmax");
+  ASSERT_FALSE(softmax.options.empty());
+  EXPECT_EQ(softmax.options[0].space, "fused");
+  EXPECT_GT(softmax.options[0].est_ms, 0);
+  const Plan conv = PlanOf("level1_26_conv2d");
+  EXPECT_TRUE(conv.options.empty());
+  bool said = false;
+  for (const auto& n : conv.notes) said = said || n.find("matrix op") != std::string::npos;
+  EXPECT_TRUE(said);
+  // A chain the GEMM template cannot take whole (dropout, mish, log-softmax) gets no GEMM option.
+  EXPECT_EQ(Slots(PlanOf("level2_03_linear_dropout_mish_logsoftmax"), "gemm/gemm_3xtf32"), nullptr);
+}
+
+TEST(Planner, EveryOptionCompilesForSm90a) {
+  if (!testing::HaveNvcc()) GTEST_SKIP() << "nvcc not found";
+  BuilderOptions options;
+  options.cache_dir = testing::ScratchDir("plan-nvcc");
+  options.include_dir = testing::SourceDir() / "include";
+  options.arch = "sm_90a";
+  options.jobs = 2;
+  auto builder = MakeNvccBuilder(options);
+  std::vector<BuildRequest> requests;
+  for (const auto& e : fs::directory_iterator(testing::SourceDir() / "tests" / "data" / "graphs")) {
+    if (e.path().extension() != ".json") continue;
+    for (const PlanOption& o : PlanOf(e.path().stem().string()).options)
+      if (o.space == "template") requests.push_back({o.candidate.source, o.candidate.name, {}});
+  }
+  ASSERT_GE(requests.size(), 12u);
+  const auto results = builder->BuildAll(requests);
+  for (std::size_t i = 0; i < results.size(); ++i)
+    EXPECT_TRUE(results[i].ok) << requests[i].name << "\n" << results[i].log;
+}
+
+}  // namespace
+}  // namespace kopt

@@ -1,0 +1,139 @@
+// The expert proposer on recorded op graphs: the plan as the first level,
+// moves keyed to diagnoses below it, the tuner after them; what it proposes
+// compiles with real nvcc.
+#include "propose/expert.h"
+
+#include <gtest/gtest.h>
+
+#include "build/builder.h"
+#include "core/json.h"
+#include "task/task_loader.h"
+#include "testing/paths.h"
+
+namespace kopt {
+namespace {
+
+ProposerOptions Files() {
+  ProposerOptions o;
+  o.kernels_dir = testing::SourceDir() / "kernels";
+  o.moves_file = testing::SourceDir() / "data" / "expert" / "moves.json";
+  return o;
+}
+
+struct Fixture {
+  TaskBundle bundle;
+  ProposeContext ctx;
+};
+
+Fixture Context(const std::string& level, const std::string& stem) {
+  Fixture f;
+  f.bundle.graph = ReadJsonFile(testing::SourceDir() / "tests" / "data" / "graphs" / (level + "_" + stem + ".json"));
+  f.bundle.floor_ms = 1.0;
+  f.ctx.task = LoadTask(testing::SourceDir() / "tasks" / level / (stem + ".py"));
+  return f;
+}
+
+TEST(Expert, ThePlanIsTheFirstLevelFusedKernelFirst) {
+  Fixture f = Context("level1", "04_softmax");
+  f.ctx.bundle = &f.bundle;
+  auto p = MakeProposer("expert", Files());
+  p->Begin(f.ctx);
+  EXPECT_FALSE(p->Root().has_value()) << "the reference is the root";
+  ParentView ref;
+  auto first = p->Propose(ref, 8);
+  ASSERT_GE(first.size(), 2u) << "the fused kernel and the shipped solution";
+  EXPECT_EQ(first[0].move, "plan: fused row kernel");
+  EXPECT_EQ(first[0].detail.at("space"), "fused");
+  EXPECT_EQ(first[1].detail.at("space"), "hand-written");
+  EXPECT_TRUE(p->Propose(ref, 8).empty()) << "each option once";
+  bool noted = false;
+  for (const auto& n : p->Notes()) noted = noted || n.rfind("plan 1: fused row kernel", 0) == 0;
+  EXPECT_TRUE(noted);
+}
+
+TEST(Expert, ADiagnosisBecomesAKnobMoveThatNamesIt) {
+  Fixture f = Context("level1", "04_softmax");
+  f.ctx.bundle = &f.bundle;
+  auto p = MakeProposer("expert", Files());
+  p->Begin(f.ctx);
+  auto first = p->Propose(ParentView{}, 1);
+  ASSERT_EQ(first.size(), 1u);
+  ParentView fused;
+  fused.node = 1;
+  fused.depth = 1;
+  fused.candidate = first[0].candidate;
+  fused.detail = first[0].detail;
+  Diagnosis small;
+  small.tool = "warp_stalls";
+  small.call_gain = 0.05;
+  small.suggested_moves = {"change_block_size"};
+  Diagnosis big;
+  big.tool = "occupancy_limiter";
+  big.call_gain = 0.4;
+  big.advice = "24% of warp slots occupied; the limiter is registers.";
+  big.suggested_moves = {"reduce_register_pressure"};
+  fused.diagnoses = {small, big};
+  auto moves = p->Propose(fused, 4);
+  ASSERT_GE(moves.size(), 3u);
+  EXPECT_EQ(moves[0].move, "VEC 4 -> 2 (for occupancy_limiter: reduce_register_pressure)");
+  EXPECT_EQ(moves[0].detail.at("diagnosis"), "occupancy_limiter");
+  EXPECT_NE(moves[0].candidate.source.find("constexpr int VEC = 2;"), std::string::npos);
+  EXPECT_EQ(moves[1].move, "THREADS 256 -> 512 (for warp_stalls: change_block_size)");
+  EXPECT_EQ(moves[2].detail.value("space", ""), "") << "then the tuner's moves";
+  EXPECT_EQ(moves[2].proposer, "expert");
+}
+
+TEST(Expert, WithoutAGraphItPlansTheShippedSolutionsAndSaysWhy) {
+  Fixture f = Context("level1", "10_sum_dim");
+  TaskBundle empty;
+  f.ctx.bundle = &empty;
+  auto p = MakeProposer("expert", Files());
+  p->Begin(f.ctx);
+  auto first = p->Propose(ParentView{}, 8);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].detail.at("space"), "hand-written");
+  bool said = false;
+  for (const auto& n : p->Notes()) said = said || n.find("no op graph") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+TEST(Expert, ATaskNothingMatchesKeepsTheReference) {
+  Fixture f = Context("level1", "26_conv2d");
+  f.ctx.bundle = &f.bundle;
+  auto p = MakeProposer("expert", Files());
+  p->Begin(f.ctx);
+  EXPECT_TRUE(p->Propose(ParentView{}, 8).empty());
+}
+
+TEST(Expert, ItsProposalsCompileForSm90a) {
+  if (!testing::HaveNvcc()) GTEST_SKIP() << "nvcc not found";
+  BuilderOptions options;
+  options.cache_dir = testing::ScratchDir("expert-nvcc");
+  options.include_dir = testing::SourceDir() / "include";
+  options.arch = "sm_90a";
+  options.jobs = 2;
+  auto builder = MakeNvccBuilder(options);
+  std::vector<BuildRequest> requests;
+  for (const auto& [level, stem] : std::vector<std::pair<std::string, std::string>>{
+           {"level1", "07_rmsnorm"}, {"level1", "16_cumsum"}}) {
+    Fixture f = Context(level, stem);
+    f.ctx.bundle = &f.bundle;
+    auto p = MakeProposer("expert", Files());
+    p->Begin(f.ctx);
+    auto first = p->Propose(ParentView{}, 8);
+    ASSERT_FALSE(first.empty()) << stem;
+    ParentView child;
+    child.node = 1;
+    child.depth = 1;
+    child.candidate = first[0].candidate;
+    for (auto& pr : p->Propose(child, 2)) first.push_back(pr);
+    for (const auto& pr : first)
+      if (pr.candidate.kind == CandidateKind::kCuda) requests.push_back({pr.candidate.source, pr.candidate.name, {}});
+  }
+  const auto results = builder->BuildAll(requests);
+  for (std::size_t i = 0; i < results.size(); ++i)
+    EXPECT_TRUE(results[i].ok) << requests[i].name << "\n" << results[i].log;
+}
+
+}  // namespace
+}  // namespace kopt
