@@ -7,7 +7,7 @@
 #
 # Steps: env, ncu_record, repeat, bench_solutions, bench_all, adversarial,
 #        zoo, gpu_tests (= gpu_ctests + gpu_pytests), sandbox, cost,
-#        optimize_tune, optimize_replay, kill_resume, export_kb, drift,
+#        optimize_tune, optimize_expert, optimize_replay, kill_resume, export_kb, drift,
 #        optimize_profile. The kopt binary is $KOPT (default build/kopt);
 # the GPU test binaries are $KOPT_TESTS/gpu_*_test (default build/tests; carry
 # stripped copies, e.g. in .devbin, and point KOPT_TESTS there).
@@ -94,10 +94,16 @@ step_cost() {
   done
   python3 bench/cost_summary.py "$1"/off_*.json "$1"/on_*.json
 }
-OPT_TASKS="tasks/level1/01_relu.py tasks/level1/04_softmax.py tasks/level1/06_layernorm.py tasks/level1/10_sum_dim.py tasks/level1/13_argmax.py tasks/level1/16_cumsum.py tasks/level1/24_matvec.py tasks/level1/30_var_mean.py"
+OPT_TASKS=${OPT_TASKS:-"tasks/level1/01_relu.py tasks/level1/04_softmax.py tasks/level1/06_layernorm.py tasks/level1/10_sum_dim.py tasks/level1/13_argmax.py tasks/level1/16_cumsum.py tasks/level1/24_matvec.py tasks/level1/30_var_mean.py"}
 step_optimize_tune() {  # the tuner on 8 tasks, one run
   "$K" optimize $OPT_TASKS --budget "${OPT_BUDGET:-wall=240s,candidates=96}" --max-seconds 0.3 \
     --store "$1/runs.db" --json "$1/tune.json" --out "$1/best"
+}
+step_optimize_expert() {  # the expert proposer (the default) on $OPT_TASKS, one run
+  "$K" optimize $OPT_TASKS --budget "${OPT_BUDGET:-wall=460s}" --max-seconds 0.3 --profile "${OPT_PROFILE:-none}" \
+    --store "$1/runs.db" --json "$1/expert.json" --out "$1/best"
+  run=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['run'])" "$1/expert.json")
+  "$K" show "$run" --store "$1/runs.db" > "$1/show.txt" 2>&1
 }
 step_optimize_replay() {  # the replay proposer: each task's folder of candidates, ranked
   for t in $OPT_TASKS; do
