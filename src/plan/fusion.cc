@@ -1140,7 +1140,7 @@ __device__ __forceinline__ int64_t kopt_bidx(const KoptBcast& b, int64_t i) {
 // Right-aligns t's shape against F's; merges runs of dims that t either
 // follows or broadcasts. False when t does not broadcast to F or needs more
 // than four terms.
-static bool kopt_make_bcast(const kopt_tensor& t, const kopt_tensor& F, KoptBcast* b) {
+static inline bool kopt_make_bcast(const kopt_tensor& t, const kopt_tensor& F, KoptBcast* b) {
   b->n = 0;
   int64_t out_stride = 1, in_stride = 1;
   int k = -1;  // the term being grown; -1: none
