@@ -296,6 +296,9 @@ if TorchDispatchMode is not None:
                 first = outs[0] if outs else (ins[0] if ins else None)
                 node_index = len(self.nodes)
                 in_ids = [self.value(t) for t in ins]
+                # Arguments before outputs: an in-place op's output is a new value.
+                rendered_args = _render_arg(list(args), self.value)
+                rendered_kwargs = _render_arg(kwargs, self.value)
                 out_ids = []
                 for j, o in enumerate(outs):
                     if id(o) in self._ids:  # in place, or a returned input: a new value
@@ -308,8 +311,8 @@ if TorchDispatchMode is not None:
                     "dtype": dtype_name(first.dtype) if first is not None else None,
                     "flops": flops,
                     "class": "matrix" if is_matrix_op(base) else "other",
-                    "args": _render_arg(list(args), self.value),
-                    "kwargs": _render_arg(kwargs, self.value),
+                    "args": rendered_args,
+                    "kwargs": rendered_kwargs,
                     "in": in_ids,
                     "out": out_ids,
                 })

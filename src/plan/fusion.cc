@@ -114,12 +114,18 @@ std::optional<int> OneDim(const Json* j, int rank) {
 
 class Builder {
  public:
-  explicit Builder(const OpGraph& g) : g_(g) {}
+  /// The region: nodes [first, end) of `g`, returning `outputs`. Values made
+  /// before `first` are the kernel's inputs like the ABI inputs; with
+  /// `region` set, in[] is numbered in order of first use (FusedKernel::inputs)
+  /// instead of by ABI index.
+  Builder(const OpGraph& g, std::size_t first, std::vector<int> outputs, bool region)
+      : g_(g), first_(first), outputs_(std::move(outputs)), region_(region) {}
 
   FusionResult Run() {
     FusionResult r;
     if (!ChooseShape(&r.why_not)) return r;
-    for (const GraphNode& n : g_.nodes) {
+    for (std::size_t i = first_; i < g_.nodes.size(); ++i) {
+      const GraphNode& n = g_.nodes[i];
       std::string why;
       if (!Node(n, &why)) {
         r.why_not = why;
@@ -129,6 +135,13 @@ class Builder {
     }
     if (!Outputs(&r.why_not)) return r;
     r.kernel = Emit();
+    r.kernel->inputs = inputs_;
+    for (const Leaf& l : p_.leaves)
+      if (l.full) {
+        r.kernel->shape_input = l.abi;
+        break;
+      }
+    for (const Output& o : p_.outputs) r.kernel->output_rows.push_back(o.kind == Kind::kRow);
     return r;
   }
 
@@ -138,21 +151,23 @@ class Builder {
   /// F: the input of the first last-dim reduction when there is one, else
   /// the largest output.
   bool ChooseShape(std::string* why) {
-    for (const GraphNode& n : g_.nodes) {
+    for (std::size_t i = first_; i < g_.nodes.size(); ++i) {
+      const GraphNode& n = g_.nodes[i];
       if (n.matrix) {
         *why = n.op + " is a matrix op: it goes to a library call or a GEMM template, not a fused chain";
         return false;
       }
     }
     long long best = -1;
-    for (int o : g_.outputs) {
+    for (int o : outputs_) {
       const GraphValue& v = g_.Value(o);
       if (v.Numel() > best) {
         best = v.Numel();
         p_.F = v.shape;
       }
     }
-    for (const GraphNode& n : g_.nodes) {
+    for (std::size_t i = first_; i < g_.nodes.size(); ++i) {
+      const GraphNode& n = g_.nodes[i];
       if (IsRowReduction(n.base) && !n.in.empty()) {
         const GraphValue& x = g_.Value(n.in[0]);
         if (x.Numel() >= best) p_.F = x.shape;
@@ -181,15 +196,25 @@ class Builder {
   const Val* Get(int id, std::string* why) {
     if (auto it = vals_.find(id); it != vals_.end()) return &it->second;
     const GraphValue& v = g_.Value(id);
-    if (v.source != "abi") {
+    const bool before = v.source == "op" && v.node >= 0 && static_cast<std::size_t>(v.node) < first_;
+    if (v.source != "abi" && !before) {
       *why = fmt::format("value {} ({}) is made outside any op the generator knows", id, v.dtype);
       return nullptr;
     }
     if (v.dtype != "float32") {
-      *why = fmt::format("input {} is {}; the generator handles float32", v.abi_index, v.dtype);
+      *why = fmt::format("input value {} is {}; the generator handles float32", id, v.dtype);
       return nullptr;
     }
-    return AddLeaf(id, v.abi_index, v.shape, why);
+    int index = v.abi_index;
+    if (region_) {
+      auto it = std::find(inputs_.begin(), inputs_.end(), id);
+      index = static_cast<int>(it - inputs_.begin());
+      if (it == inputs_.end()) inputs_.push_back(id);
+    } else if (before) {
+      *why = fmt::format("value {} comes from before the fused ops", id);
+      return nullptr;
+    }
+    return AddLeaf(id, index, v.shape, why);
   }
 
   const Val* AddLeaf(int id, int abi, const std::vector<long long>& shape, std::string* why) {
@@ -696,8 +721,8 @@ class Builder {
   }
 
   bool Outputs(std::string* why) {
-    for (std::size_t k = 0; k < g_.outputs.size(); ++k) {
-      const int id = g_.outputs[k];
+    for (std::size_t k = 0; k < outputs_.size(); ++k) {
+      const int id = outputs_[k];
       auto it = vals_.find(id);
       if (it == vals_.end()) {
         *why = fmt::format("output {} is not computed by the fused ops", k);
@@ -1269,12 +1294,20 @@ __device__ __forceinline__ void kopt_block_arg_min(float& v, long long& i, float
 )";
 
   const OpGraph& g_;
+  std::size_t first_ = 0;
+  std::vector<int> outputs_;
+  bool region_ = false;
+  std::vector<int> inputs_;  ///< region: in[] as value ids
   Program p_;
   std::map<int, Val> vals_;
 };
 
 }  // namespace
 
-FusionResult FuseGraph(const OpGraph& graph) { return Builder(graph).Run(); }
+FusionResult FuseGraph(const OpGraph& graph) { return Builder(graph, 0, graph.outputs, false).Run(); }
+
+FusionResult FuseTail(const OpGraph& graph, std::size_t first_node) {
+  return Builder(graph, first_node, graph.outputs, true).Run();
+}
 
 }  // namespace kopt

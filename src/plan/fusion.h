@@ -27,6 +27,13 @@ struct FusedKernel {
   std::string about;   ///< one line: what it fuses and how
   std::vector<std::string> ops;  ///< the aten ops it replaces, in graph order
   int passes = 1;      ///< passes over each row (row kernels: reductions that depend on each other + 1)
+  /// FuseTail only: the value ids the kernel reads, in in[] order.
+  std::vector<int> inputs;
+  /// The in[] index whose shape is the iteration shape (an input read
+  /// element by element); -1 when none is.
+  int shape_input = -1;
+  /// Per output: one value per row (true) or per element.
+  std::vector<bool> output_rows;
 };
 
 struct FusionResult {
@@ -36,5 +43,10 @@ struct FusionResult {
 
 /// One kernel for the whole graph, or why not.
 FusionResult FuseGraph(const OpGraph& graph);
+
+/// One kernel for nodes [first_node, end) that returns the graph's outputs;
+/// the values made before first_node are its inputs with the ABI inputs,
+/// numbered in order of first use (FusedKernel::inputs).
+FusionResult FuseTail(const OpGraph& graph, std::size_t first_node);
 
 }  // namespace kopt

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "plan/fusion.h"
+#include "plan/hybrid.h"
 
 namespace kopt {
 namespace {
@@ -103,6 +104,51 @@ PlanOption Instantiate(const KernelTemplate& t, const std::map<std::string, long
   o.candidate.name = task_stem + "[" + t.id + "]";
   o.detail = {{"space", "template"}, {"template", t.id}, {"slots", js}};
   return o;
+}
+
+/// The ops before the longest fusable tail as PyTorch operators (library
+/// calls), the tail as one generated kernel: a hybrid candidate.
+std::optional<PlanOption> LibraryWithFusedTail(const OpGraph& g, const PlanInputs& in, double floor,
+                                               std::vector<std::string>* notes) {
+  if (in.task_source.empty()) return std::nullopt;
+  std::string last_why;
+  for (std::size_t k = 1; k < g.nodes.size(); ++k) {
+    int work = 0;
+    for (std::size_t i = k; i < g.nodes.size(); ++i) work += kShapeOnly.count(g.nodes[i].base) ? 0 : 1;
+    if (work < 1) break;
+    FusionResult f = FuseTail(g, k);
+    if (!f.kernel) continue;
+    // One elementwise op after a library call is what PyTorch runs already.
+    if (work < 2 && f.kernel->kind == "elementwise") break;
+    std::string why;
+    auto src = HybridSource(g, k, *f.kernel, in.task_source, &why);
+    if (!src) {
+      last_why = why;
+      continue;
+    }
+    std::vector<std::string> prefix, tail;
+    for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+      const std::string& b = g.nodes[i].base;
+      if (kShapeOnly.count(b) || b == "t") continue;
+      auto& v = i < k ? prefix : tail;
+      if (v.empty() || v.back() != b) v.push_back(b);
+    }
+    PlanOption o;
+    o.space = "library+fused";
+    o.label = fmt::format("PyTorch {} + one kernel for {}", fmt::join(prefix, ", "), fmt::join(tail, " -> "));
+    o.about = fmt::format("the library ops stay in PyTorch (cuBLAS/cuDNN); {} ({} ops) become one {} kernel, so "
+                          "their intermediates never round-trip DRAM",
+                          fmt::join(tail, " -> "), tail.size(), f.kernel->kind);
+    o.candidate.kind = CandidateKind::kHybrid;
+    o.candidate.source = *src;
+    o.candidate.name = in.task_stem + "[library+fused]";
+    o.detail = {{"space", "library+fused"}, {"tail_from_node", k}, {"kernel", f.kernel->kind},
+                {"tail_ops", tail}};
+    (void)floor;
+    return o;
+  }
+  if (notes && !last_why.empty()) notes->push_back("no library call with a fused tail: " + last_why);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -312,6 +358,7 @@ Plan MakePlan(const PlanInputs& in) {
       plan.options.push_back(std::move(o));
     } else {
       plan.notes.push_back("no single fused kernel: " + f.why_not);
+      if (auto o = LibraryWithFusedTail(*graph, in, floor, &plan.notes)) plan.options.push_back(std::move(*o));
     }
     for (PlanOption& o : MatchTemplates(*graph, in.templates, in.task_stem, &plan.notes)) {
       o.est_ms = floor > 0 ? floor * 1.2 : 0;

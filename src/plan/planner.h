@@ -5,6 +5,9 @@
 //   - "template": a kernels/ template whose op class and pattern the graph
 //     matches (a scan, a reduction over any dim, a pooling window, a GEMM
 //     with its bias and activation), with its slots set from the op's args;
+//   - "library+fused": when the whole graph cannot be one kernel, the ops
+//     before its longest fusable tail as PyTorch operators (cuBLAS, cuDNN)
+//     and the tail as one generated kernel, in a hybrid ModelNew;
 //   - "hand-written": the task's shipped solutions, when there are any.
 // Each option comes with the bytes it must move and a time estimate; the
 // expert proposer hands them to the search as the wide first level.
@@ -24,7 +27,7 @@
 namespace kopt {
 
 struct PlanOption {
-  std::string space;  ///< "fused", "template", "hand-written"
+  std::string space;  ///< "fused", "library+fused", "template", "hand-written"
   std::string label;  ///< short: "fused row kernel", "scan/scan_lastdim[KOPT_REVERSE=1]"
   std::string about;  ///< what it does and why it should pay, one sentence
   Candidate candidate;
@@ -41,6 +44,7 @@ struct PlanInputs {
   const TaskBundle* bundle = nullptr;  ///< its graph; may be empty (no capture)
   Contract contract;
   std::string task_stem;               ///< names candidates: "04_softmax"
+  std::string task_source;             ///< the task file's text (hybrid options embed it)
   std::vector<Candidate> shipped;      ///< hand-written solutions
   std::vector<KernelTemplate> templates;
 };

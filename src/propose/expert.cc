@@ -57,6 +57,8 @@ class ExpertProposer : public Proposer {
     in.bundle = context.bundle;
     in.contract = context.contract;
     in.task_stem = context.task.path.stem().string();
+    if (!context.task.path.empty() && std::filesystem::exists(context.task.path))
+      in.task_source = ReadTextFile(context.task.path);
     in.shipped = FindSolutions(context.task);
     in.templates = LoadTemplates(options_.kernels_dir);
     plan_ = MakePlan(in);

@@ -1,0 +1,119 @@
+// Library calls with a fused tail, as hybrid ModelNew files: generated for
+// the level-2 graphs of the suite, their replayed PyTorch prefix run on the
+// CPU (a stub stands in for the compiled tail, which needs a GPU) and
+// checked against the task's Model; their CUDA tails compile for sm_90a.
+#include "plan/hybrid.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "build/builder.h"
+#include "core/json.h"
+#include "plan/planner.h"
+#include "testing/paths.h"
+
+namespace kopt {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Generated {
+  PlanOption option;
+  fs::path task;
+};
+
+std::optional<Generated> LibraryOption(const std::string& level, const std::string& stem) {
+  TaskBundle b;
+  b.graph = ReadJsonFile(testing::SourceDir() / "tests" / "data" / "graphs" / (level + "_" + stem + ".json"));
+  b.floor_ms = 1;
+  PlanInputs in;
+  in.bundle = &b;
+  in.task_stem = stem;
+  const fs::path task = testing::SourceDir() / "tasks" / level / (stem + ".py");
+  in.task_source = ReadTextFile(task);
+  for (PlanOption& o : MakePlan(in).options)
+    if (o.space == "library+fused") return Generated{o, task};
+  return std::nullopt;
+}
+
+const std::vector<std::string> kLevel2 = {"01_linear_gelu_scale", "02_conv2d_relu_biasadd",
+                                          "03_linear_dropout_mish_logsoftmax",
+                                          "04_conv2d_groupnorm_tanh_hardswish_residual",
+                                          "05_linear_sum_scale_gelu", "06_linear_batchnorm_relu_scale"};
+
+TEST(Hybrid, EveryLevel2TaskGetsALibraryCallWithAFusedTail) {
+  for (const std::string& stem : kLevel2) {
+    auto g = LibraryOption("level2", stem);
+    ASSERT_TRUE(g) << stem;
+    EXPECT_EQ(g->option.candidate.kind, CandidateKind::kHybrid);
+    const std::string& src = g->option.candidate.source;
+    EXPECT_NE(src.find("class ModelNew(Model):"), std::string::npos) << stem;
+    EXPECT_NE(src.find("CUDA_SOURCE = r\"\"\""), std::string::npos) << stem;
+    EXPECT_NE(src.find("torch.ops.aten."), std::string::npos) << stem;
+  }
+  // The shape-derived arguments are written from the shape at run time.
+  const std::string gn = LibraryOption("level2", "04_conv2d_groupnorm_tanh_hardswish_residual")->option.candidate.source;
+  EXPECT_NE(gn.find(".numel() // max(1,"), std::string::npos);
+}
+
+TEST(Hybrid, TheReplayedPrefixRunsAndKeepsTheModelsParameters) {
+  const char* py = std::getenv("KOPT_PYTHON");
+  const std::string python = py && *py ? py : "/usr/bin/python3";
+  if (std::system((python + " -c 'import torch' > /dev/null 2>&1").c_str()) != 0)
+    GTEST_SKIP() << "no python with torch";
+  const fs::path dir = testing::ScratchDir("hybrid-replay");
+  fs::create_directories(dir / "stub" / "kopt");
+  // The stub tail: records what it was handed and writes zeros.
+  std::ofstream(dir / "stub" / "kopt" / "__init__.py") << "def load_cuda(src, *a, **k):\n"
+                                                           "    def run(ins, outs):\n"
+                                                           "        run.shapes = [tuple(t.shape) for t in ins]\n"
+                                                           "        for o in outs: o.zero_()\n"
+                                                           "    return run\n";
+  std::ofstream(dir / "check.py")
+      << "import runpy, sys, torch\n"
+         "m = runpy.run_path(sys.argv[1])\n"
+         "torch.manual_seed(0); new = m['ModelNew'](*m['get_init_inputs']())\n"
+         "torch.manual_seed(0); ref = m['Model'](*m['get_init_inputs']())\n"
+         "a, b = new.state_dict(), ref.state_dict()\n"
+         "assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), 'parameters differ'\n"
+         "x = [t[:3] if t.dim() > 1 else t for t in m['get_inputs']()]\n"
+         "with torch.no_grad():\n"
+         "    y = new(*x); r = ref(*x)\n"
+         "assert tuple(y.shape) == tuple(r.shape), (y.shape, r.shape)\n"
+         "a, b = new.state_dict(), ref.state_dict()\n"
+         "assert all(torch.equal(a[k], b[k]) for k in a), 'buffers updated differently'\n"
+         "print('ok', m['_kopt_tail'].shapes)\n";
+  for (const std::string& stem : kLevel2) {
+    auto g = LibraryOption("level2", stem);
+    ASSERT_TRUE(g) << stem;
+    const fs::path file = dir / (stem + "_modelnew.py");
+    std::ofstream(file) << g->option.candidate.source;
+    const std::string cmd = "cd " + dir.string() + " && PYTHONPATH=" + (dir / "stub").string() + " " + python +
+                            " check.py " + file.string() + " > " + (dir / (stem + ".log")).string() + " 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << stem << "\n" << ReadTextFile(dir / (stem + ".log"));
+  }
+}
+
+TEST(Hybrid, TheFusedTailsCompileForSm90a) {
+  if (!testing::HaveNvcc()) GTEST_SKIP() << "nvcc not found";
+  BuilderOptions options;
+  options.cache_dir = testing::ScratchDir("hybrid-nvcc");
+  options.include_dir = testing::SourceDir() / "include";
+  options.arch = "sm_90a";
+  options.jobs = 2;
+  auto builder = MakeNvccBuilder(options);
+  std::vector<BuildRequest> requests;
+  for (const std::string& stem : kLevel2) {
+    const std::string src = LibraryOption("level2", stem)->option.candidate.source;
+    const std::size_t b = src.find("CUDA_SOURCE = r\"\"\"") + 18;
+    requests.push_back({src.substr(b, src.find("\"\"\"", b) - b), stem, {}});
+  }
+  const auto results = builder->BuildAll(requests);
+  for (std::size_t i = 0; i < results.size(); ++i)
+    EXPECT_TRUE(results[i].ok) << requests[i].name << "\n" << results[i].log;
+}
+
+}  // namespace
+}  // namespace kopt
