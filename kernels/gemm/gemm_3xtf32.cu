@@ -6,9 +6,11 @@
 // small = tf32(x - big) (both rounded to nearest; x - big is exact in fp32;
 // see split_tf32),
 // so big + small carries 22 of x's 24 significand bits. Each 8-deep slice of
-// the product is then three tensor-core MMAs accumulated in fp32:
-//   acc += a_small·b_big;  acc += a_big·b_small;  acc += a_big·b_big
-// (the small terms first); the dropped a_small·b_small is ~2^-22 of a·b.
+// the product is then three tensor-core MMAs summed from zero in a per-slice
+// partial p = a_small·b_big + a_big·b_small + a_big·b_big (small terms first),
+// then acc += p by a round-to-nearest FADD (the tensor core accumulates with
+// round-toward-zero, whose bias grows with K when it holds the running sum);
+// the dropped a_small·b_small is ~2^-22 of a·b.
 //
 // Structure: a block computes a BM×BN tile of C with (BM/WM)·(BN/WN) warps,
 // each a WM×WN warp tile made of 16×8 mma.sync.m16n8k8 tf32 tiles. A and B
@@ -64,6 +66,9 @@ constexpr int WARPS_N = BN / WN;
 constexpr int THREADS = WARPS_M * WARPS_N * 32;
 constexpr int MI = WM / 16;  // m16 tiles per warp
 constexpr int NI = WN / 8;   // n8 tiles per warp
+// n8 tiles whose split B fragments are held at once in the mainloop (at most
+// 4: 16 registers, room left for the per-slice partial sums).
+constexpr int JC = NI < 2 ? NI : 2;
 
 // Shared-memory leading dimensions (floats) and per-stage sizes.
 constexpr int LDA = BK + 8;                                // A stage: [BM][BK+8]
@@ -96,18 +101,18 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-// x = big + small (+ a residual of at most 2^-22 |x|), both as tf32 operands.
-// big = x rounded to nearest (ties away) to tf32, done in integer arithmetic
-// (cvt.rna.tf32.f32 costs ptxas four instructions with its inf/NaN guard);
-// x - big is exact in fp32. small = that remainder plus half a tf32 ulp: the
-// tensor core reads only the top 19 bits of a .tf32 operand, so the carry
-// makes its truncation a round-to-nearest. Were the low bits used instead,
-// the value would move by less than 2^-11 |small| <= 2^-22 |x| all the same.
-// Finite inputs only: |x| near FLT_MAX rounds big to inf (then NaN).
+// x = big + small (+ a residual of at most 2^-22 |x|), both tf32 values with
+// zero low 13 bits: big = cvt.rna.tf32.f32(x), small = cvt.rna.tf32.f32(x - big)
+// (x - big is exact in fp32). Finite inputs only: |x| near FLT_MAX rounds big
+// to inf (then small is NaN).
+__device__ __forceinline__ uint32_t cvt_tf32(float x) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+}
 __device__ __forceinline__ void split_tf32(float x, uint32_t& big, uint32_t& small) {
-  const uint32_t b = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
-  big = b;
-  small = __float_as_uint(x - __uint_as_float(b)) + 0x1000u;
+  big = cvt_tf32(x);
+  small = cvt_tf32(x - __uint_as_float(big));
 }
 
 // D = A·B + D for one 16×8×8 tile. A fragment (row-major 16×8), lane = 4g + t:
@@ -119,6 +124,45 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], 
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Fragment loads with the split. k-slot permutation, identical for A and B:
+// mma k-slot t holds k = kk + 2t, slot t+4 holds k = kk + 2t + 1 (a sum does
+// not care about the order), so A (and [N,K] B) pairs are one float2 read.
+// a_p points at (row g, k = kk + 2t) of an m16 tile: a0 (g, slot t),
+// a1 (g+8, slot t), a2 (g, slot t+4), a3 (g+8, slot t+4).
+__device__ __forceinline__ void load_split_a(const float* a_p, uint32_t (&ab)[4], uint32_t (&as)[4]) {
+  const float2 lo = *reinterpret_cast<const float2*>(a_p);            // row g:   k = 2t, 2t+1
+  const float2 hi = *reinterpret_cast<const float2*>(a_p + 8 * LDA);  // row g+8: k = 2t, 2t+1
+  split_tf32(lo.x, ab[0], as[0]);
+  split_tf32(hi.x, ab[1], as[1]);
+  split_tf32(lo.y, ab[2], as[2]);
+  split_tf32(hi.y, ab[3], as[3]);
+}
+// b_s points at (n = g, k = 2t) of the warp's first n8 tile: b0 (k = kk + 2t,
+// slot t), b1 (k = kk + 2t + 1, slot t+4), column n = j*8 + g.
+__device__ __forceinline__ void load_split_b(const float* b_s, int kk, int j, uint32_t (&bb)[2], uint32_t (&bs)[2]) {
+#if KOPT_TRANS_B
+  const float2 v = *reinterpret_cast<const float2*>(b_s + j * 8 * LDB + kk);
+  const float x0 = v.x, x1 = v.y;
+#else
+  const float x0 = b_s[kk * LDB + j * 8];
+  const float x1 = b_s[(kk + 1) * LDB + j * 8];
+#endif
+  split_tf32(x0, bb[0], bs[0]);
+  split_tf32(x1, bb[1], bs[1]);
+}
+// acc += a·b for one 16×8×8 slice: a_small·b_big + a_big·b_small + a_big·b_big
+// (small terms first) summed from zero in the tensor core, then added to acc
+// with round-to-nearest.
+__device__ __forceinline__ void mma_3xtf32(float (&acc)[4], const uint32_t (&ab)[4], const uint32_t (&as)[4],
+                                           const uint32_t (&bb)[2], const uint32_t (&bs)[2]) {
+  float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  mma_tf32(p, as, bb[0], bb[1]);
+  mma_tf32(p, ab, bs[0], bs[1]);
+  mma_tf32(p, ab, bb[0], bb[1]);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) acc[e] += p[e];
 }
 
 // ---------------------------------------------------------------------------
@@ -269,36 +313,28 @@ gemm_3xtf32_kernel(const float* __restrict__ A, const float* __restrict__ B, con
     const float* b_s = sB + read_stage * B_STAGE + (2 * t) * LDB + wn * WN + g;
 #endif
     read_stage = read_stage == STAGES - 1 ? 0 : read_stage + 1;
-#pragma unroll
+    // One 8-deep k-slice per iteration. The tensor core rounds its fp32
+    // accumulation toward zero, so chaining the MMAs into the K-long running
+    // sum biases it by ~1/2 ulp per MMA (3e-5 relative at K = 4096, growing
+    // with K). Instead each slice's three products are summed from zero in the
+    // tensor core (truncation relative to the slice only) and added to the
+    // accumulator by a round-to-nearest FADD: fp32 SIMT-like accumulation.
+    // Not unrolled: unrolling lets ptxas overlap slices and spill at 255.
+#pragma unroll 1
     for (int kk = 0; kk < BK; kk += 8) {
-      // B fragments of this warp's NI n-tiles: slot t <- k = kk+2t, slot t+4 <- k = kk+2t+1.
-      uint32_t bb[NI][2], bsm[NI][2];
+      // B fragments of JC n-tiles at a time split once (4 registers each);
+      // A fragments split per m-tile under them (redone NI / JC times).
 #pragma unroll
-      for (int j = 0; j < NI; ++j) {
-#if KOPT_TRANS_B
-        const float2 v = *reinterpret_cast<const float2*>(b_s + j * 8 * LDB + kk);
-        const float x0 = v.x, x1 = v.y;
-#else
-        const float x0 = b_s[kk * LDB + j * 8];
-        const float x1 = b_s[(kk + 1) * LDB + j * 8];
-#endif
-        split_tf32(x0, bb[j][0], bsm[j][0]);
-        split_tf32(x1, bb[j][1], bsm[j][1]);
-      }
+      for (int j0 = 0; j0 < NI; j0 += JC) {
+        uint32_t bb[JC][2], bs[JC][2];
 #pragma unroll
-      for (int i = 0; i < MI; ++i) {
-        const float2 lo = *reinterpret_cast<const float2*>(a_s + i * 16 * LDA + kk);      // row g
-        const float2 hi = *reinterpret_cast<const float2*>(a_s + (i * 16 + 8) * LDA + kk);  // row g+8
-        uint32_t ab[4], as[4];
-        split_tf32(lo.x, ab[0], as[0]);  // (g,   slot t)
-        split_tf32(hi.x, ab[1], as[1]);  // (g+8, slot t)
-        split_tf32(lo.y, ab[2], as[2]);  // (g,   slot t+4)
-        split_tf32(hi.y, ab[3], as[3]);  // (g+8, slot t+4)
+        for (int j = 0; j < JC; ++j) load_split_b(b_s, kk, j0 + j, bb[j], bs[j]);
 #pragma unroll
-        for (int j = 0; j < NI; ++j) {
-          mma_tf32(acc[i][j], as, bb[j][0], bb[j][1]);
-          mma_tf32(acc[i][j], ab, bsm[j][0], bsm[j][1]);
-          mma_tf32(acc[i][j], ab, bb[j][0], bb[j][1]);
+        for (int i = 0; i < MI; ++i) {
+          uint32_t ab[4], as[4];
+          load_split_a(a_s + i * 16 * LDA + kk, ab, as);
+#pragma unroll
+          for (int j = 0; j < JC; ++j) mma_3xtf32(acc[i][j0 + j], ab, as, bb[j], bs[j]);
         }
       }
     }
