@@ -675,9 +675,8 @@ class Builder {
       if (b == "var_mean" || b == "std_mean") set_out(1, mean, Kind::kRow);
     } else if (b == "logsumexp") {
       if (!check_row_outputs({0})) return false;
-      const std::string m = stat("max", xv);
-      const std::string ex = elem(fmt::format("kopt_exp_shift({}, {})", xv, m), {xv, m});
-      const std::string s = stat("sum", ex);
+      const std::string s = stat("online", xv);  // the max (s_m) and the sum of exp(x - max) in one pass
+      const std::string m = s + "_m";
       set_out(0, row(fmt::format("kopt_lse({}, {})", m, s), {m, s}), Kind::kRow);
     } else if (b == "linalg_vector_norm" || b == "norm") {
       if (!check_row_outputs({0})) return false;
@@ -685,9 +684,9 @@ class Builder {
       const std::string s = stat("sum", sq);
       set_out(0, row(fmt::format("sqrtf({})", s), {s}), Kind::kRow);
     } else if (b == "_softmax" || b == "softmax" || b == "_log_softmax" || b == "log_softmax") {
-      const std::string m = stat("max", xv);
+      const std::string s = stat("online", xv);  // the max (s_m) and the sum of exp(x - max) in one pass
+      const std::string m = s + "_m";
       const std::string ex = elem(fmt::format("kopt_exp_shift({}, {})", xv, m), {xv, m});
-      const std::string s = stat("sum", ex);
       const bool log = b == "_log_softmax" || b == "log_softmax";
       if (log) {
         const std::string lse = row(fmt::format("kopt_lse({}, {})", m, s), {m, s});
@@ -777,6 +776,7 @@ class Builder {
     for (const Stat& s : p_.stats) {
       row_names.insert(s.name);
       row_names.insert(s.name + "_v");
+      row_names.insert(s.name + "_m");
     }
     for (const Def* d : defs)
       for (const std::string& dep : d->deps)
@@ -843,6 +843,7 @@ class Builder {
       s.pass = pass;
       ready[s.name] = pass + 1;
       ready[s.name + "_v"] = pass + 1;
+      ready[s.name + "_m"] = pass + 1;
       for (const Def& d : p_.defs) {
         if (d.scope != Kind::kRow || ready.count(d.name)) continue;
         int after = 0;
@@ -1007,17 +1008,28 @@ class Builder {
   std::string EmitRow(int passes) const {
     std::string s = Header("a block per row");
     s +=
-        "// kopt:knob THREADS 256 32..1024*2 threads per row: more warps to hide latency vs more to synchronize\n"
+        "// kopt:knob THREADS 256 32..1024*2 threads per block: more warps to hide latency vs more to synchronize\n"
         "constexpr int THREADS = 256;\n"
         "// kopt:knob VEC 4 {1,2,4} consecutive elements per thread per step (4 = 16-byte loads)\n"
-        "constexpr int VEC = 4;\n"
+        "constexpr int VEC = 4;\n";
+    s += fmt::format(
+        "// kopt:knob ROW_WARPS {} {{0,1}} 1: a warp per row, THREADS/32 rows per block (short rows); 0: the block per row\n"
+        "constexpr int ROW_WARPS = {};\n",
+        Cols() <= 2048 ? 1 : 0, Cols() <= 2048 ? 1 : 0);
+    s +=
         "// kopt:constraint THREADS % 32 == 0 && THREADS <= 1024\n"
-        "constexpr int WARPS = THREADS / 32;\n\n";
+        "constexpr int WARPS = THREADS / 32;\n"
+        "constexpr int ROWS_PER_BLOCK = ROW_WARPS ? WARPS : 1;\n"
+        "constexpr int LANES = ROW_WARPS ? 32 : THREADS;  // threads that share a row\n\n";
     s += kBlockReduce;
     s += "template <int VEC>\n__global__ void __launch_bounds__(THREADS) fused_row_kernel(Args a, int64_t rows, "
          "int64_t cols) {\n";
-    s += "  __shared__ float red[WARPS];\n  __shared__ long long redi[WARPS];\n  (void)redi;\n";
-    s += "  const int64_t row = blockIdx.x;\n  const int64_t base = row * cols;\n";
+    s += "  __shared__ float red[WARPS];\n  __shared__ float red2[WARPS];\n  __shared__ long long redi[WARPS];\n"
+         "  (void)red2;\n  (void)redi;\n";
+    s += "  const int64_t row = (int64_t)blockIdx.x * ROWS_PER_BLOCK + (ROW_WARPS ? threadIdx.x / 32 : 0);\n"
+         "  const int tid = ROW_WARPS ? (threadIdx.x & 31) : threadIdx.x;\n"
+         "  if (ROW_WARPS && row >= rows) return;  // a warp per row syncs only itself\n"
+         "  const int64_t base = row * cols;\n";
     std::set<std::string> emitted_rows;
     auto emit_ready_rows = [&](const std::set<std::string>& known) {
       std::string out;
@@ -1050,6 +1062,7 @@ class Builder {
         if (st->op == "argmax" || st->op == "argmin")
           s += fmt::format("  float {0}_acc = {1};\n  long long {0}_idx = 0x7fffffffffffffffLL;\n", st->name,
                            st->op == "argmax" ? "-INFINITY" : "INFINITY");
+        if (st->op == "online") s += fmt::format("  float {0}_accm = -INFINITY;\n  float {0}_acc = 0.0f;\n", st->name);
       }
       std::string per;
       for (const Stat* st : stats) {
@@ -1059,21 +1072,27 @@ class Builder {
         if (st->op == "argmax" || st->op == "argmin")
           per += fmt::format("      kopt_arg_{2}({0}_acc, {0}_idx, {1}, i - base);\n", st->name, st->input,
                              st->op == "argmax" ? "max" : "min");
+        if (st->op == "online") per += fmt::format("      kopt_online({0}_accm, {0}_acc, {1});\n", st->name, st->input);
       }
-      s += "  for (int64_t i0 = base + (int64_t)threadIdx.x * VEC; i0 < base + cols; i0 += (int64_t)THREADS * VEC) {\n";
+      s += "  for (int64_t i0 = base + (int64_t)tid * VEC; i0 < base + cols; i0 += (int64_t)LANES * VEC) {\n";
       s += Body(defs, leaves, per, "(i - base)");
       s += "  }\n";
       for (const Stat* st : stats) {
-        if (st->op == "sum") s += fmt::format("  const float {0} = kopt_block_sum({0}_acc, red);\n", st->name);
-        if (st->op == "max") s += fmt::format("  const float {0} = kopt_block_max({0}_acc, red);\n", st->name);
-        if (st->op == "min") s += fmt::format("  const float {0} = kopt_block_min({0}_acc, red);\n", st->name);
+        if (st->op == "sum") s += fmt::format("  const float {0} = kopt_row_sum({0}_acc, red);\n", st->name);
+        if (st->op == "max") s += fmt::format("  const float {0} = kopt_row_max({0}_acc, red);\n", st->name);
+        if (st->op == "min") s += fmt::format("  const float {0} = kopt_row_min({0}_acc, red);\n", st->name);
         if (st->op == "argmax" || st->op == "argmin")
           s += fmt::format(
-              "  kopt_block_arg_{1}({0}_acc, {0}_idx, red, redi);\n  const float {0}_v = {0}_acc;\n"
+              "  kopt_row_arg<{1}>({0}_acc, {0}_idx, red, redi);\n  const float {0}_v = {0}_acc;\n"
               "  const long long {0} = {0}_idx;\n",
-              st->name, st->op == "argmax" ? "max" : "min");
+              st->name, st->op == "argmax" ? "true" : "false");
+        if (st->op == "online")
+          s += fmt::format("  kopt_row_online({0}_accm, {0}_acc, red, red2);\n  const float {0}_m = {0}_accm;\n"
+                           "  const float {0} = {0}_acc;\n",
+                           st->name);
         known.insert(st->name);
         known.insert(st->name + "_v");
+        known.insert(st->name + "_m");
       }
       s += emit_ready_rows(known);
     }
@@ -1083,7 +1102,7 @@ class Builder {
       std::vector<const Def*> defs;
       std::set<int> leaves;
       Closure(outs, &defs, &leaves);
-      s += "  for (int64_t i0 = base + (int64_t)threadIdx.x * VEC; i0 < base + cols; i0 += (int64_t)THREADS * VEC) {\n";
+      s += "  for (int64_t i0 = base + (int64_t)tid * VEC; i0 < base + cols; i0 += (int64_t)LANES * VEC) {\n";
       for (const Output& o : p_.outputs)
         if (o.kind == Kind::kElem) s += fmt::format("    {} O{}[VEC];\n", o.type, o.abi);
       s += Body(defs, leaves, Stores(Kind::kElem), "(i - base)");
@@ -1094,15 +1113,16 @@ class Builder {
     std::string row_stores;
     for (const Output& o : p_.outputs)
       if (o.kind == Kind::kRow) row_stores += fmt::format("    a.o{}[row] = {};\n", o.abi, o.name);
-    if (!row_stores.empty()) s += "  if (threadIdx.x == 0) {\n" + row_stores + "  }\n";
+    if (!row_stores.empty()) s += "  if (tid == 0) {\n" + row_stores + "  }\n";
     s += "}\n\n";
     s += Forward(
         "  const bool vec = VEC > 1 && (align % (sizeof(float) * VEC)) == 0 && cols % VEC == 0;\n"
-        "  if (rows > 0x7fffffffLL) return 7;\n"
+        "  const int64_t blocks = (rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK;\n"
+        "  if (blocks > 0x7fffffffLL) return 7;\n"
         "  if (vec)\n"
-        "    fused_row_kernel<VEC><<<(unsigned)rows, THREADS, 0, st>>>(a, rows, cols);\n"
+        "    fused_row_kernel<VEC><<<(unsigned)blocks, THREADS, 0, st>>>(a, rows, cols);\n"
         "  else\n"
-        "    fused_row_kernel<1><<<(unsigned)rows, THREADS, 0, st>>>(a, rows, cols);\n");
+        "    fused_row_kernel<1><<<(unsigned)blocks, THREADS, 0, st>>>(a, rows, cols);\n");
     return s;
   }
 
@@ -1284,11 +1304,76 @@ __device__ __forceinline__ void kopt_block_arg(float& v, long long& i, float* re
     if (MAX) kopt_arg_max(v, i, ov, oi); else kopt_arg_min(v, i, ov, oi);
   }
 }
-__device__ __forceinline__ void kopt_block_arg_max(float& v, long long& i, float* red, long long* redi) {
-  kopt_block_arg<true>(v, i, red, redi);
+template <bool MAX>
+__device__ __forceinline__ void kopt_warp_arg(float& v, long long& i) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, v, o);
+    const long long oi = __shfl_xor_sync(0xffffffffu, i, o);
+    if (MAX) kopt_arg_max(v, i, ov, oi); else kopt_arg_min(v, i, ov, oi);
+  }
 }
-__device__ __forceinline__ void kopt_block_arg_min(float& v, long long& i, float* red, long long* redi) {
-  kopt_block_arg<false>(v, i, red, redi);
+__device__ __forceinline__ float kopt_warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = kopt_max(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float kopt_warp_min(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = kopt_min(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+// Online softmax statistics: m the running max, s the sum of exp(x - m).
+__device__ __forceinline__ void kopt_online(float& m, float& s, float x) {
+  if (x != x) {
+    m = x;  // NaN: absorbing, like torch
+  } else if (x > m) {
+    s = s * expf(m - x) + 1.0f;
+    m = x;
+  } else if (x > -INFINITY) {
+    s += expf(x - m);
+  }
+}
+__device__ __forceinline__ void kopt_online_merge(float& m, float& s, float om, float os) {
+  const float nm = kopt_max(m, om);
+  const float a = m > -INFINITY ? s * expf(m - nm) : 0.0f;
+  const float b = om > -INFINITY ? os * expf(om - nm) : 0.0f;
+  m = nm;
+  s = (nm != nm) ? nm : a + b;
+}
+__device__ __forceinline__ void kopt_warp_online(float& m, float& s) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float om = __shfl_xor_sync(0xffffffffu, m, o);
+    const float os = __shfl_xor_sync(0xffffffffu, s, o);
+    kopt_online_merge(m, s, om, os);
+  }
+}
+// The reductions of one row: its warp (ROW_WARPS) or its block.
+__device__ __forceinline__ float kopt_row_sum(float v, float* red) {
+  if constexpr (ROW_WARPS) return kopt_warp_sum(v); else return kopt_block_sum(v, red);
+}
+__device__ __forceinline__ float kopt_row_max(float v, float* red) {
+  if constexpr (ROW_WARPS) return kopt_warp_max(v); else return kopt_block_max(v, red);
+}
+__device__ __forceinline__ float kopt_row_min(float v, float* red) {
+  if constexpr (ROW_WARPS) return kopt_warp_min(v); else return kopt_block_min(v, red);
+}
+template <bool MAX>
+__device__ __forceinline__ void kopt_row_arg(float& v, long long& i, float* red, long long* redi) {
+  if constexpr (ROW_WARPS) kopt_warp_arg<MAX>(v, i); else kopt_block_arg<MAX>(v, i, red, redi);
+}
+__device__ __forceinline__ void kopt_row_online(float& m, float& s, float* red, float* red2) {
+  kopt_warp_online(m, s);
+  if constexpr (!ROW_WARPS) {
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    __syncthreads();
+    if (lane == 0) { red[w] = m; red2[w] = s; }
+    __syncthreads();
+    m = lane < WARPS ? red[lane] : -INFINITY;
+    s = lane < WARPS ? red2[lane] : 0.0f;
+    kopt_warp_online(m, s);
+  }
 }
 
 )";
