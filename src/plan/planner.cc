@@ -142,7 +142,7 @@ std::optional<PlanOption> LibraryWithFusedTail(const OpGraph& g, const PlanInput
     o.candidate.kind = CandidateKind::kHybrid;
     o.candidate.source = *src;
     o.candidate.name = in.task_stem + "[library+fused]";
-    o.detail = {{"space", "library+fused"}, {"tail_from_node", k}, {"kernel", f.kernel->kind},
+    o.detail = {{"space", "library+fused"}, {"tail_from_node", k}, {"fused_kind", f.kernel->kind},
                 {"tail_ops", tail}};
     (void)floor;
     return o;
@@ -351,7 +351,7 @@ Plan MakePlan(const PlanInputs& in) {
       o.candidate.kind = CandidateKind::kCuda;
       o.candidate.source = f.kernel->source;
       o.candidate.name = in.task_stem + "[fused]";
-      o.detail = {{"space", "fused"}, {"kernel", f.kernel->kind}, {"passes", f.kernel->passes},
+      o.detail = {{"space", "fused"}, {"fused_kind", f.kernel->kind}, {"passes", f.kernel->passes},
                   {"ops", f.kernel->ops}};
       // One DRAM read per input: the floor, plus re-reads from L2 for extra passes.
       o.est_ms = floor > 0 ? floor * (1.0 + 0.1 * (f.kernel->passes - 1)) : 0;

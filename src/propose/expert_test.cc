@@ -81,6 +81,7 @@ TEST(Expert, ADiagnosisBecomesAKnobMoveThatNamesIt) {
   EXPECT_EQ(moves[1].move, "THREADS 256 -> 512 (for warp_stalls: change_block_size)");
   EXPECT_EQ(moves[2].detail.value("space", ""), "") << "then the tuner's moves";
   EXPECT_EQ(moves[2].proposer, "expert");
+  EXPECT_EQ(moves[2].candidate.name.rfind("04_softmax[", 0), 0u) << moves[2].candidate.name;
 }
 
 TEST(Expert, WithoutAGraphItPlansTheShippedSolutionsAndSaysWhy) {
