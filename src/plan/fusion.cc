@@ -787,13 +787,22 @@ class Builder {
   }
 
   /// The loop body over VEC consecutive elements starting at linear index i0.
+  /// `cached`: the row kernel's register cache (C<l>[it], one VEC-wide step
+  /// per loop step `it`); a full-size input in `loaded` is read from it, any
+  /// other is loaded from memory into it.
   std::string Body(const std::vector<const Def*>& defs, const std::set<int>& leaves,
-                   const std::string& per_element, const std::string& col_index) const {
+                   const std::string& per_element, const std::string& col_index, bool cached = false,
+                   std::set<int>* loaded = nullptr) const {
     std::string s;
     for (int l : leaves) {
       const Leaf& leaf = p_.leaves[static_cast<std::size_t>(l)];
-      if (leaf.full)
+      if (!leaf.full) continue;
+      if (!cached) {
         s += fmt::format("    float L{0}[VEC];\n    kopt_load<VEC>(a.p{0}, i0, L{0});\n", l);
+      } else {
+        if (!loaded->count(l)) s += fmt::format("    kopt_load<VEC>(a.p{0}, i0, C{0}[it]);\n", l);
+        s += fmt::format("    const float* L{0} = C{0}[it];\n", l);
+      }
     }
     s += "#pragma unroll\n    for (int u = 0; u < VEC; ++u) {\n      const int64_t i = i0 + u;\n";
     s += "      (void)i;\n";
@@ -1005,31 +1014,21 @@ class Builder {
     return s;
   }
 
-  std::string EmitRow(int passes) const {
-    std::string s = Header("a block per row");
-    s +=
-        "// kopt:knob THREADS 256 32..1024*2 threads per block: more warps to hide latency vs more to synchronize\n"
-        "constexpr int THREADS = 256;\n"
-        "// kopt:knob VEC 4 {1,2,4} consecutive elements per thread per step (4 = 16-byte loads)\n"
-        "constexpr int VEC = 4;\n";
-    s += fmt::format(
-        "// kopt:knob ROW_WARPS {} {{0,1}} 1: a warp per row, THREADS/32 rows per block (short rows); 0: the block per row\n"
-        "constexpr int ROW_WARPS = {};\n",
-        Cols() <= 2048 ? 1 : 0, Cols() <= 2048 ? 1 : 0);
-    s +=
-        "// kopt:constraint THREADS % 32 == 0 && THREADS <= 1024\n"
-        "constexpr int WARPS = THREADS / 32;\n"
-        "constexpr int ROWS_PER_BLOCK = ROW_WARPS ? WARPS : 1;\n"
-        "constexpr int LANES = ROW_WARPS ? 32 : THREADS;  // threads that share a row\n\n";
-    s += kBlockReduce;
-    s += "template <int VEC>\n__global__ void __launch_bounds__(THREADS) fused_row_kernel(Args a, int64_t rows, "
-         "int64_t cols) {\n";
-    s += "  __shared__ float red[WARPS];\n  __shared__ float red2[WARPS];\n  __shared__ long long redi[WARPS];\n"
-         "  (void)red2;\n  (void)redi;\n";
-    s += "  const int64_t row = (int64_t)blockIdx.x * ROWS_PER_BLOCK + (ROW_WARPS ? threadIdx.x / 32 : 0);\n"
-         "  const int tid = ROW_WARPS ? (threadIdx.x & 31) : threadIdx.x;\n"
-         "  if (ROW_WARPS && row >= rows) return;  // a warp per row syncs only itself\n"
-         "  const int64_t base = row * cols;\n";
+  /// One loop over the row's VEC-wide steps: unrolled over the register
+  /// cache, or strided over the row.
+  static std::string LoopOpen(bool cached) {
+    if (cached)
+      return "#pragma unroll\n  for (int it = 0; it < (CI > 0 ? CI : 1); ++it) {\n"
+             "    const int64_t i0 = base + ((int64_t)it * LANES + tid) * VEC;\n"
+             "    if (i0 >= base + cols) break;\n";
+    return "  for (int64_t i0 = base + (int64_t)tid * VEC; i0 < base + cols; i0 += (int64_t)LANES * VEC) {\n";
+  }
+  static std::string LoopClose(bool) { return "  }\n"; }
+
+  /// The row kernel's passes, row values and stores, in one mode.
+  std::string RowBody(int passes, bool cached) const {
+    std::string s;
+    std::set<int> loaded;
     std::set<std::string> emitted_rows;
     auto emit_ready_rows = [&](const std::set<std::string>& known) {
       std::string out;
@@ -1074,9 +1073,10 @@ class Builder {
                              st->op == "argmax" ? "max" : "min");
         if (st->op == "online") per += fmt::format("      kopt_online({0}_accm, {0}_acc, {1});\n", st->name, st->input);
       }
-      s += "  for (int64_t i0 = base + (int64_t)tid * VEC; i0 < base + cols; i0 += (int64_t)LANES * VEC) {\n";
-      s += Body(defs, leaves, per, "(i - base)");
-      s += "  }\n";
+      s += LoopOpen(cached);
+      s += Body(defs, leaves, per, "(i - base)", cached, &loaded);
+      s += LoopClose(cached);
+      for (int l : leaves) loaded.insert(l);
       for (const Stat* st : stats) {
         if (st->op == "sum") s += fmt::format("  const float {0} = kopt_row_sum({0}_acc, red);\n", st->name);
         if (st->op == "max") s += fmt::format("  const float {0} = kopt_row_max({0}_acc, red);\n", st->name);
@@ -1102,27 +1102,89 @@ class Builder {
       std::vector<const Def*> defs;
       std::set<int> leaves;
       Closure(outs, &defs, &leaves);
-      s += "  for (int64_t i0 = base + (int64_t)tid * VEC; i0 < base + cols; i0 += (int64_t)LANES * VEC) {\n";
+      s += LoopOpen(cached);
       for (const Output& o : p_.outputs)
         if (o.kind == Kind::kElem) s += fmt::format("    {} O{}[VEC];\n", o.type, o.abi);
-      s += Body(defs, leaves, Stores(Kind::kElem), "(i - base)");
+      s += Body(defs, leaves, Stores(Kind::kElem), "(i - base)", cached, &loaded);
       for (const Output& o : p_.outputs)
         if (o.kind == Kind::kElem) s += fmt::format("    kopt_store<VEC>(a.o{0}, i0, O{0});\n", o.abi);
-      s += "  }\n";
+      s += LoopClose(cached);
     }
     std::string row_stores;
     for (const Output& o : p_.outputs)
       if (o.kind == Kind::kRow) row_stores += fmt::format("    a.o{}[row] = {};\n", o.abi, o.name);
     if (!row_stores.empty()) s += "  if (tid == 0) {\n" + row_stores + "  }\n";
+    return s;
+  }
+
+  std::string EmitRow(int passes) const {
+    std::string s = Header("a block per row");
+    s +=
+        "// kopt:knob THREADS 256 32..1024*2 threads per block: more warps to hide latency vs more to synchronize\n"
+        "constexpr int THREADS = 256;\n"
+        "// kopt:knob VEC 4 {1,2,4} consecutive elements per thread per step (4 = 16-byte loads)\n"
+        "constexpr int VEC = 4;\n";
+    s += fmt::format(
+        "// kopt:knob ROW_WARPS {} {{0,1}} 1: a warp per row, THREADS/32 rows per block (short rows); 0: the block per row\n"
+        "constexpr int ROW_WARPS = {};\n",
+        Cols() <= 2048 ? 1 : 0, Cols() <= 2048 ? 1 : 0);
+    s +=
+        "// kopt:constraint THREADS % 32 == 0 && THREADS <= 1024\n";
+    {
+      int full = 0;
+      for (const Leaf& l : p_.leaves) full += l.full ? 1 : 0;
+      const long long lanes = Cols() <= 2048 ? 32 : 256;
+      long long ci = 1;
+      while (ci * lanes * 4 < Cols() && ci < 16) ci *= 2;
+      if (ci * lanes * 4 < Cols() || ci * 4 * std::max(full, 1) > 128 || full == 0) ci = 0;
+      s += fmt::format(
+          "// kopt:knob CACHE_ITERS {0} {{0,1,2,4,8,16}} steps of the row each thread keeps in registers across the "
+          "passes (one DRAM read); 0: every pass streams the row again\n"
+          "constexpr int CACHE_ITERS = {0};\n"
+          "// kopt:constraint CACHE_ITERS * VEC * {1} <= 128\n",
+          ci, std::max(full, 1));
+    }
+    s +=
+        "constexpr int WARPS = THREADS / 32;\n"
+        "constexpr int ROWS_PER_BLOCK = ROW_WARPS ? WARPS : 1;\n"
+        "constexpr int LANES = ROW_WARPS ? 32 : THREADS;  // threads that share a row\n\n";
+    s += kBlockReduce;
+    s += "template <int VEC, int CI>\n__global__ void __launch_bounds__(THREADS) fused_row_kernel(Args a, int64_t rows, "
+         "int64_t cols) {\n";
+    s += "  __shared__ float red[WARPS];\n  __shared__ float red2[WARPS];\n  __shared__ long long redi[WARPS];\n"
+         "  (void)red2;\n  (void)redi;\n";
+    s += "  const int64_t row = (int64_t)blockIdx.x * ROWS_PER_BLOCK + (ROW_WARPS ? threadIdx.x / 32 : 0);\n"
+         "  const int tid = ROW_WARPS ? (threadIdx.x & 31) : threadIdx.x;\n"
+         "  if (ROW_WARPS && row >= rows) return;  // a warp per row syncs only itself\n"
+         "  const int64_t base = row * cols;\n";
+    // The kernel body twice: rows held in registers across the passes
+    // (CI > 0: the row fits in CI steps of LANES * VEC), or streamed again
+    // from L1/L2 in every pass.
+    int full_leaves = 0;
+    for (const Leaf& l : p_.leaves) full_leaves += l.full ? 1 : 0;
+    s += "  if constexpr (CI > 0) {\n";
+    for (std::size_t l = 0; l < p_.leaves.size(); ++l)
+      if (p_.leaves[l].full) s += fmt::format("  float C{}[CI > 0 ? CI : 1][VEC];\n", l);
+    s += RowBody(passes, true);
+    s += "  } else {\n";
+    s += RowBody(passes, false);
+    s += "  }\n";
+    (void)full_leaves;
     s += "}\n\n";
     s += Forward(
         "  const bool vec = VEC > 1 && (align % (sizeof(float) * VEC)) == 0 && cols % VEC == 0;\n"
         "  const int64_t blocks = (rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK;\n"
         "  if (blocks > 0x7fffffffLL) return 7;\n"
-        "  if (vec)\n"
-        "    fused_row_kernel<VEC><<<(unsigned)blocks, THREADS, 0, st>>>(a, rows, cols);\n"
+        "  // The register cache holds CACHE_ITERS steps of LANES * width elements.\n"
+        "  const bool cache = CACHE_ITERS > 0 && cols <= (int64_t)LANES * (vec ? VEC : 1) * CACHE_ITERS;\n"
+        "  if (vec && cache)\n"
+        "    fused_row_kernel<VEC, CACHE_ITERS><<<(unsigned)blocks, THREADS, 0, st>>>(a, rows, cols);\n"
+        "  else if (vec)\n"
+        "    fused_row_kernel<VEC, 0><<<(unsigned)blocks, THREADS, 0, st>>>(a, rows, cols);\n"
+        "  else if (cache)\n"
+        "    fused_row_kernel<1, CACHE_ITERS><<<(unsigned)blocks, THREADS, 0, st>>>(a, rows, cols);\n"
         "  else\n"
-        "    fused_row_kernel<1><<<(unsigned)blocks, THREADS, 0, st>>>(a, rows, cols);\n");
+        "    fused_row_kernel<1, 0><<<(unsigned)blocks, THREADS, 0, st>>>(a, rows, cols);\n");
     return s;
   }
 
