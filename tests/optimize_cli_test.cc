@@ -32,6 +32,8 @@ std::string PyData(const std::string& f) {
 std::vector<std::string> OptimizeArgs(const fs::path& store, const std::string& budget) {
   return {"optimize",
           PyData("relu_sized.py"),
+          "--proposer",
+          "tune",
           "--from",
           PyData("relu_chunked.py"),
           "--device",
@@ -45,6 +47,20 @@ std::vector<std::string> OptimizeArgs(const fs::path& store, const std::string& 
           "--no-compile",
           "--store",
           store.string()};
+}
+
+// Without a GPU, the main job says so and shows the expert's plan for the
+// task, planned from the op graph recorded on the meta device, with its
+// first candidates compiled.
+TEST(OptimizeCli, WithoutAGpuItShowsTheExpertsPlanFromTheMetaGraph) {
+  if (testing::HaveGpu()) GTEST_SKIP() << "a GPU is visible: kopt optimize would search for real";
+  if (!testing::HaveNvcc()) GTEST_SKIP() << "nvcc not found";
+  ProcessResult r = Kopt({"optimize", (testing::SourceDir() / "tasks/level1/04_softmax.py").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("No CUDA GPU is visible on this machine"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("04_softmax: plan 1: fused row kernel [fused]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("04_softmax[fused]"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("FAILED"), std::string::npos) << r.out;
 }
 
 TEST(OptimizeCli, ATunedRunIsStoredExportedAndResumed) {

@@ -357,6 +357,24 @@ def record_graph(ref: Reference, args: List[Any], seed: int) -> dict:
             "uncounted_ops": sorted(rec.uncounted)}
 
 
+def run_graph(req: dict, device) -> dict:
+    """`graph`: the task's op graph recorded on PyTorch's meta device: shapes
+    and dataflow without running any arithmetic, so no GPU (and no time) is
+    needed. For planning where nothing can be measured (kopt optimize
+    without a GPU)."""
+    meta = torch.device("meta")
+    try:
+        task, ref = get_reference(req.get("task"), meta, int(req.get("init_seed", 42)))
+        args = make_inputs(task, 0, meta)
+        graph = record_graph(ref, args, 0)
+    except TaskLoadError:
+        raise
+    except Exception as e:  # an op meta tensors cannot run
+        raise TaskLoadError(f"recording the op graph on the meta device failed: {type(e).__name__}: {e}", e) from e
+    graph.pop("uncounted_ops", None)
+    return {"graph": graph}
+
+
 def profile_kernels(ref: Reference, args: List[Any], seed: int, device, calls: int = 3) -> list:
     if not device.is_cuda:
         return []

@@ -116,6 +116,10 @@ def _dispatch(op: str, req: dict, device) -> dict:
         from .capture import run_capture
 
         return run_capture(req, device)
+    if op == "graph":
+        from .capture import run_graph
+
+        return run_graph(req, device)
     if op == "evaluate":
         from .evaluate import run_evaluate
 

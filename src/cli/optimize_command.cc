@@ -15,6 +15,7 @@
 #include "report/progress.h"
 #include "report/table.h"
 #include "run/replay_runner.h"
+#include "run/worker_channel.h"
 #include "store/run_store.h"
 #include "task/task_loader.h"
 
@@ -96,6 +97,17 @@ int RunOffline(const OptimizeArgs& a, const std::vector<Task>& tasks) {
       "optimize would "
       "search, with the first candidates compiled by nvcc.\n\n");
   Context ctx = MakeContext(a.common);
+  // The expert plans from the op graph: without a GPU it is recorded on
+  // PyTorch's meta device (shapes and dataflow, no arithmetic) by a CPU worker.
+  std::unique_ptr<WorkerChannel> graph_worker;
+  if (a.proposer == "expert") {
+    WorkerOptions wo;
+    wo.repo_root = ctx.repo_root;
+    wo.device = "cpu";
+    wo.python = a.common.python;
+    wo.cache_dir = ctx.cache_dir;
+    graph_worker = MakeProcessWorker(wo);
+  }
   Table t({"task", "proposer", "candidate", "move", "build", "registers"});
   int failures = 0;
   for (const Task& task : tasks) {
@@ -106,6 +118,15 @@ int RunOffline(const OptimizeArgs& a, const std::vector<Task>& tasks) {
     ProposeContext pc;
     pc.task = task;
     TaskBundle empty;
+    if (graph_worker) {
+      WorkerReply r = graph_worker->Call(Json{{"op", "graph"}, {"task", task.path.string()}}, 600);
+      if (r.ok() && r.body.contains("graph"))
+        empty.graph = r.body.at("graph");
+      else
+        fmt::print("{}: the op graph could not be recorded on the meta device ({}), so the plan has only shipped "
+                   "solutions.\n",
+                   task.name, r.message.empty() ? "the worker did not answer" : r.message);
+    }
     pc.bundle = &empty;
     pc.arch = ctx.arch;
     if (!a.from.empty()) pc.from = LoadCandidate(a.from);
