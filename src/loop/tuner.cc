@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "plan/contract_inference.h"
 #include "store/store_rules.h"
 
 namespace kopt {
@@ -367,11 +368,14 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
   BudgetSpent start = budget->Spent();
   BudgetLimits share = Share(options_.budget, start, count - index);
 
-  // Capture (a resumed task keeps the bundle it was searched against).
+  // Capture (a resumed task keeps the bundle it was searched against, and
+  // the contract it was held to, inferences included).
   TaskBundle bundle;
+  Contract contract = lt.contract;
   progress("capturing");
   if (existing) {
     bundle = existing->bundle;
+    contract = existing->contract;
   } else {
     TaskRecord tr;
     tr.run_id = run_id;
@@ -388,6 +392,14 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
     }
     tr.task_hash = bundle.task_hash;
     tr.bundle = bundle;
+    std::optional<OpGraph> graph;
+    try {
+      graph = OpGraphFromJson(bundle.graph);
+    } catch (const Error&) {
+      // A malformed graph infers nothing; the planner says why.
+    }
+    InferContract(graph, bundle, &contract);
+    tr.contract = contract;
     tr.status = TaskStatus::kRunning;
     store_->AddTask(tr);
   }
@@ -403,7 +415,7 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
     ProposeContext ctx;
     ctx.task = lt.task;
     ctx.bundle = &bundle;
-    ctx.contract = lt.contract;
+    ctx.contract = contract;
     ctx.arch = options_.arch;
     ctx.from = lt.from;
     ctx.budget = budget;
@@ -419,7 +431,7 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
   for (const auto& n : res.notes) Log(lt.task.name + ": " + n);
 
   EvalOptions eval = options_.eval;
-  eval.contract = lt.contract;
+  eval.contract = contract;
   auto& nodes = st.nodes;
 
   auto record_node = [&](int id, const TaskState::Node& n) {

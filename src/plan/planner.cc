@@ -1,5 +1,6 @@
 #include "plan/planner.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -111,6 +112,10 @@ PlanOption Instantiate(const KernelTemplate& t, const std::map<std::string, long
 std::optional<PlanOption> LibraryWithFusedTail(const OpGraph& g, const PlanInputs& in, double floor,
                                                std::vector<std::string>* notes) {
   if (in.task_source.empty()) return std::nullopt;
+  if (!in.contract.torch_ops) {
+    if (notes) notes->push_back("no library call with a fused tail: the contract forbids PyTorch operators");
+    return std::nullopt;
+  }
   std::string last_why;
   for (std::size_t k = 1; k < g.nodes.size(); ++k) {
     int work = 0;
@@ -118,6 +123,20 @@ std::optional<PlanOption> LibraryWithFusedTail(const OpGraph& g, const PlanInput
     if (work < 1) break;
     FusionResult f = FuseTail(g, k);
     if (!f.kernel) continue;
+    // The replayed ops call cuBLAS (matrix products) and cuDNN (convolutions):
+    // both must be allowed.
+    std::string refused;
+    for (std::size_t i = 0; i < k; ++i) {
+      const std::string& b = g.nodes[i].base;
+      const char* lib = b.find("conv") != std::string::npos ? "cudnn" : g.nodes[i].matrix ? "cublas" : nullptr;
+      if (lib && std::find(in.contract.libraries.begin(), in.contract.libraries.end(), lib) ==
+                     in.contract.libraries.end())
+        refused = fmt::format("{} would call {}, which the contract does not allow", g.nodes[i].op, lib);
+    }
+    if (!refused.empty()) {
+      last_why = refused;
+      break;
+    }
     // One elementwise op after a library call is what PyTorch runs already.
     if (work < 2 && f.kernel->kind == "elementwise") break;
     std::string why;
@@ -366,6 +385,10 @@ Plan MakePlan(const PlanInputs& in) {
     }
   }
   for (const Candidate& c : in.shipped) {
+    if (c.kind == CandidateKind::kHybrid && !in.contract.torch_ops) {
+      plan.notes.push_back(c.name + " is a PyTorch hybrid, which the contract forbids");
+      continue;
+    }
     PlanOption o;
     o.space = "hand-written";
     o.label = c.name;

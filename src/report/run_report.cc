@@ -433,6 +433,16 @@ std::string TaskSection(const TaskView& t, int i) {
   facts += H(fmt::format(" Candidates: {} ({}); {} GPU s.", t.nodes.size(), counts,
                          fmt::format("{:.1f}", t.gpu_s)));
   s += "<div class=\"box\">" + facts + "</div>";
+  // The contract the candidates were held to, with what kopt inferred.
+  std::string contract = "<p><b>Contract</b>: " + H(DescribeContract(t.record.contract)) + ".";
+  if (!t.record.contract.inferred.empty()) {
+    contract += " Inferred from the captured task:</p><ul>";
+    for (const std::string& line : t.record.contract.inferred) contract += "<li>" + H(line) + "</li>";
+    contract += "</ul>";
+  } else {
+    contract += "</p>";
+  }
+  s += contract;
 
   s += "<h3>Search tree</h3>";
   s += fmt::format("<div class=\"tree-wrap\" id=\"tree-{}\">", i) + SearchTreeSvg(t) + "</div>";

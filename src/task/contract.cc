@@ -5,6 +5,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 
@@ -110,12 +111,32 @@ Contract ContractFromJson(const Json& j, const std::string& where) {
         c.distributions.reset();
       else
         c.distributions = ParseDistributionList(value, where);
+    } else if (key == "libraries") {
+      if (!value.is_array()) throw Error(where + ": \"libraries\" must be a list, e.g. [\"cublas\", \"cudnn\"].");
+      c.libraries.clear();
+      const auto known = Contract::KnownLibraries();
+      for (const Json& l : value) {
+        if (!l.is_string() || std::find(known.begin(), known.end(), l.get<std::string>()) == known.end())
+          throw Error(fmt::format("{}: \"libraries\" may list only {}.", where, fmt::join(known, ", ")));
+        c.libraries.push_back(l.get<std::string>());
+      }
+    } else if (key == "pre_transform_weights") {
+      if (!value.is_boolean()) throw Error(where + ": \"pre_transform_weights\" must be true or false.");
+      c.pre_transform_weights = value.get<bool>();
+    } else if (key == "training") {
+      if (!value.is_string()) throw Error(where + ": \"training\" must be a sentence (a string).");
+      c.training = value.get<std::string>();
+    } else if (key == "inferred") {
+      if (value.is_array())
+        for (const Json& l : value)
+          if (l.is_string()) c.inferred.push_back(l.get<std::string>());
     } else if (key == "comment" || key == "source" || key == "distributions_checked" || key.rfind("_", 0) == 0) {
       // Notes for people; "source" and "distributions_checked" are what
       // ToJson and a record add, so a saved contract reads back.
       // Notes for people.
     } else {
-      throw Error(fmt::format("{}: unknown contract field \"{}\" (known: precision, torch_ops, second_shape, distributions).",
+      throw Error(fmt::format("{}: unknown contract field \"{}\" (known: precision, torch_ops, second_shape, distributions, "
+                              "libraries, pre_transform_weights, training).",
                               where, key));
     }
   }
@@ -201,6 +222,10 @@ Json ToJson(const Contract& c) {
          {"second_shape", shape},
          {"source", c.source}};
   j["distributions"] = c.distributions ? Json(*c.distributions) : Json("auto");
+  j["libraries"] = c.libraries;
+  if (c.pre_transform_weights) j["pre_transform_weights"] = *c.pre_transform_weights;
+  if (!c.training.empty()) j["training"] = c.training;
+  if (!c.inferred.empty()) j["inferred"] = c.inferred;
   return j;
 }
 
@@ -219,6 +244,11 @@ std::string DescribeContract(const Contract& c) {
     for (const auto& d : *c.distributions) s += ", " + d;
     if (c.distributions->empty()) s += " only";
   }
+  if (c.libraries != Contract::KnownLibraries())
+    s += c.libraries.empty() ? "; no library calls" : fmt::format("; libraries: {}", fmt::join(c.libraries, ", "));
+  if (c.pre_transform_weights)
+    s += *c.pre_transform_weights ? "; weights may be pre-transformed once" : "; weights may not be pre-transformed";
+  if (!c.training.empty()) s += "; training: " + c.training;
   if (c.source != "default") s += " (from " + c.source + ")";
   return s;
 }

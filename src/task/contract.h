@@ -37,8 +37,22 @@ struct Contract {
   /// defined (finite). A contract narrows it where inputs carry meaning a
   /// transformation would break (e.g. [] for probabilities or labels).
   std::optional<std::vector<std::string>> distributions;
+  /// Libraries a candidate may call besides the CUDA runtime ("cublas",
+  /// "cublaslt", "cudnn", "cutlass"); the default: all of them.
+  std::vector<std::string> libraries = KnownLibraries();
+  /// May a candidate transform parameters once (kopt_init) and reuse the
+  /// result on every call? nullopt: not said; `kopt optimize` infers it after
+  /// capture (no op of the forward writes a parameter or buffer).
+  std::optional<bool> pre_transform_weights;
+  /// Training-mode semantics in words ("batch statistics: ..."); empty
+  /// until inferred or said by a contract file.
+  std::string training;
+  /// What was inferred from the captured task, and why; one line each.
+  std::vector<std::string> inferred;
   /// Where it came from: "default", a file path, and/or "command line".
   std::string source = "default";
+
+  static std::vector<std::string> KnownLibraries() { return {"cublas", "cublaslt", "cudnn", "cutlass"}; }
 };
 
 /// `<task dir>/<task stem>.contract.json`: the optional file beside a task.
