@@ -31,8 +31,14 @@ def git(*args):
 
 
 def expected_at(commit):
-    text = git("show", f"{commit}:tests/profile_zoo/expected.json")
-    return {e["name"]: e for e in json.loads(text)} if text else {}
+    """Entries at `commit`: expected.json's, and pending.json's (registered
+    before a recording moved them into expected.json)."""
+    out = {}
+    for f in ("pending.json", "expected.json"):
+        text = git("show", f"{commit}:tests/profile_zoo/{f}")
+        if text:
+            out.update({e["name"]: e for e in json.loads(text)})
+    return out
 
 
 def registration(entry):
