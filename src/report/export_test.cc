@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/subprocess.h"
+#include "plan/planner.h"
 #include "testing/paths.h"
 
 namespace kopt {
@@ -202,6 +203,31 @@ TEST(Export, HybridKoptImportsBindTheEmbeddedLoader) {
   EXPECT_EQ(std::count(tail.begin(), tail.end(), '\n') +
                 std::count(src.begin(), src.begin() + src.find("import torch, kopt"), '\n'),
             std::count(src.begin(), src.end(), '\n'));
+  ExpectCompiles(f.modelnew);
+}
+
+// The planner's library call with a fused tail (src/plan/hybrid.h) exports
+// like any hybrid: its `import kopt as _kopt_lib` binds the embedded loader.
+TEST(Export, APlannedLibraryWithFusedTailExports) {
+  TaskBundle b;
+  b.graph = ReadJsonFile(testing::SourceDir() / "tests/data/graphs/level2_02_conv2d_relu_biasadd.json");
+  PlanInputs in;
+  in.bundle = &b;
+  in.task_stem = "02_conv2d_relu_biasadd";
+  in.task_source = ReadTextFile(testing::SourceDir() / "tasks/level2/02_conv2d_relu_biasadd.py");
+  std::optional<PlanOption> hybrid;
+  for (const PlanOption& o : MakePlan(in).options)
+    if (o.space == "library+fused") hybrid = o;
+  ASSERT_TRUE(hybrid);
+  ExportRequest r = Request("export-planned-hybrid", CandidateKind::kHybrid, hybrid->candidate.source,
+                            hybrid->candidate.name);
+  r.task_source = in.task_source;
+  ExportedFiles f = ExportCandidate(r);
+  EXPECT_TRUE(f.embedded_loader);
+  const std::string py = ReadTextFile(f.modelnew);
+  EXPECT_NE(py.find("_kopt_lib = _kopt_runtime  # kopt export: was `import kopt as _kopt_lib`"), std::string::npos)
+      << py.substr(0, 400);
+  EXPECT_NE(py.find("class ModelNew(Model):"), std::string::npos);
   ExpectCompiles(f.modelnew);
 }
 
