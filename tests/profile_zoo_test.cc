@@ -70,7 +70,8 @@ TEST(ProfileZoo, ExpectedJsonIsWellFormed) {
   for (const Json& e : entries) {
     ASSERT_TRUE(e.is_object());
     for (const char* key : {"name", "task", "candidate", "flaw", "expect_class"}) {
-      ASSERT_TRUE(e.contains(key) && e[key].is_string()) << "entry lacks string '" << key << "': " << e.dump();
+      ASSERT_TRUE(e.contains(key) && e[key].is_string())
+          << "entry lacks string '" << key << "': " << e.dump();
     }
     const std::string name = e["name"];
     SCOPED_TRACE(name);
@@ -107,14 +108,16 @@ TEST(ProfileZoo, ExpectedJsonIsWellFormed) {
       ++good;
       EXPECT_TRUE(e["expect_tools"].empty()) << "a good entry expects no tool";
     } else {
-      EXPECT_FALSE(e["expect_tools"].empty()) << "a flawed entry names the tool that should catch it";
+      EXPECT_FALSE(e["expect_tools"].empty())
+          << "a flawed entry names the tool that should catch it";
       if (e["expect_tools"].size() > 1) {
         EXPECT_TRUE(e.contains("note")) << "several expected tools need a note saying why";
       }
     }
   }
   EXPECT_GE(good, 4);
-  for (const std::string& t : tools) EXPECT_TRUE(expected_somewhere.count(t)) << "no entry expects " << t;
+  for (const std::string& t : tools)
+    EXPECT_TRUE(expected_somewhere.count(t)) << "no entry expects " << t;
   // No orphans: every file in the zoo is part of an entry.
   auto source = [](const fs::directory_entry& f) {
     return f.is_regular_file() && (f.path().extension() == ".cu" || f.path().extension() == ".py");
@@ -178,7 +181,8 @@ TEST_F(ZooBuilds, EveryCandidateCompilesWithTheSpillsItClaims) {
       // Only a hybrid may have no CUDA of its own (torch operators, e.g.
       // cuBLAS), and then it can claim nothing about its SASS.
       EXPECT_EQ(fs::path(e["candidate"].get<std::string>()).extension(), ".py")
-          << "no CUDA source found (a hybrid calling kopt.load_cuda needs CUDA_SOURCE = r\"\"\"...\"\"\")";
+          << "no CUDA source found (a hybrid calling kopt.load_cuda needs CUDA_SOURCE = "
+             "r\"\"\"...\"\"\")";
       EXPECT_FALSE(e.contains("static")) << "a torch-only hybrid has no SASS of kopt's to check";
       continue;
     }
@@ -194,7 +198,8 @@ TEST_F(ZooBuilds, EveryCandidateCompilesWithTheSpillsItClaims) {
     ASSERT_NE(res, nullptr) << "no kernel named like '" << kernel << "' in the ptxas report";
     if (st.contains("spills")) {
       EXPECT_EQ(res->spill_store_bytes + res->spill_load_bytes > 0, st["spills"].get<bool>())
-          << res->spill_store_bytes << " B spill stores, " << res->spill_load_bytes << " B spill loads";
+          << res->spill_store_bytes << " B spill stores, " << res->spill_load_bytes
+          << " B spill loads";
     }
   }
 }
@@ -223,12 +228,15 @@ TEST_F(ZooBuilds, SassHasTheEvidenceTheToolsRead) {
     ASSERT_NE(sass, nullptr) << "no SASS for a kernel named like '" << kernel << "'";
     const InstructionMix& mix = sass->mix;
     if (st.contains("tensor_mma")) {
-      EXPECT_EQ(mix.tensor_mma > 0, st["tensor_mma"].get<bool>()) << mix.tensor_mma << " MMA instructions";
+      EXPECT_EQ(mix.tensor_mma > 0, st["tensor_mma"].get<bool>())
+          << mix.tensor_mma << " MMA instructions";
     }
     const int total = mix.global_loads.Total() + mix.global_stores.Total();
-    const double wide = total > 0
-        ? static_cast<double>(mix.global_loads.AtLeast(128) + mix.global_stores.AtLeast(128)) / total
-        : 0;
+    const double wide =
+        total > 0
+            ? static_cast<double>(mix.global_loads.AtLeast(128) + mix.global_stores.AtLeast(128)) /
+                  total
+            : 0;
     if (st.contains("min_wide_fraction")) {
       EXPECT_GE(wide, st["min_wide_fraction"].get<double>());
     }

@@ -18,7 +18,8 @@ void InferContract(const std::optional<OpGraph>& graph, const TaskBundle& bundle
   for (const GraphNode& n : graph->nodes) {
     const bool bn = n.base == "native_batch_norm" || n.base == "_native_batch_norm_legit" ||
                     n.base == "cudnn_batch_norm" || n.base == "batch_norm" ||
-                    n.base == "_batch_norm_impl_index" || n.base == "_native_batch_norm_legit_functional";
+                    n.base == "_batch_norm_impl_index" ||
+                    n.base == "_native_batch_norm_legit_functional";
     if (bn) {
       const Json* training = OpGraph::Arg(n, 5, "training");
       if (training && training->is_boolean() && training->get<bool>()) {
@@ -26,7 +27,8 @@ void InferContract(const std::optional<OpGraph>& graph, const TaskBundle& bundle
         if (writer.empty()) writer = n.op + " (running statistics)";
       }
     }
-    if ((n.base == "native_dropout" || n.base == "dropout" || n.base == "bernoulli") && !n.in.empty()) {
+    if ((n.base == "native_dropout" || n.base == "dropout" || n.base == "bernoulli") &&
+        !n.in.empty()) {
       const Json* p = OpGraph::Arg(n, 1, "p");
       const Json* train = OpGraph::Arg(n, 2, "train");
       const bool on = !train || !train->is_boolean() || train->get<bool>();
@@ -41,24 +43,28 @@ void InferContract(const std::optional<OpGraph>& graph, const TaskBundle& bundle
   }
   if (!c->pre_transform_weights) {
     c->pre_transform_weights = writer.empty();
-    c->inferred.push_back(writer.empty()
-                              ? "weights may be pre-transformed once: no op of the forward writes a parameter or "
-                                "buffer"
-                              : "weights may not be pre-transformed: the forward writes its state through " + writer);
+    c->inferred.push_back(
+        writer.empty()
+            ? "weights may be pre-transformed once: no op of the forward writes a parameter or "
+              "buffer"
+            : "weights may not be pre-transformed: the forward writes its state through " + writer);
   }
   if (c->training.empty()) {
     if (batch_stats)
       c->training =
-          "batch statistics (BatchNorm in training mode normalizes with the batch's mean and variance and updates "
+          "batch statistics (BatchNorm in training mode normalizes with the batch's mean and "
+          "variance and updates "
           "its running buffers; both must match)";
     else if (dropout)
       c->training = "active dropout (the forward is random; such a task cannot certify candidates)";
     else
-      c->training = bundle.training ? "training mode, but no op behaves differently in it" : "inference";
+      c->training =
+          bundle.training ? "training mode, but no op behaves differently in it" : "inference";
     c->inferred.push_back("training semantics: " + c->training);
   }
   if (!c->torch_ops)
-    c->inferred.push_back("no PyTorch operators: library calls go through the CUDA libraries directly");
+    c->inferred.push_back(
+        "no PyTorch operators: library calls go through the CUDA libraries directly");
 }
 
 }  // namespace kopt

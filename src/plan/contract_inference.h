@@ -20,6 +20,7 @@ namespace kopt {
 ///    none of those;
 /// and records each inference, with its reason, in `contract->inferred`.
 /// Without a graph (nullopt) it says so and leaves the fields unset.
-void InferContract(const std::optional<OpGraph>& graph, const TaskBundle& bundle, Contract* contract);
+void InferContract(const std::optional<OpGraph>& graph, const TaskBundle& bundle,
+                   Contract* contract);
 
 }  // namespace kopt

@@ -13,7 +13,8 @@ namespace kopt {
 namespace {
 
 std::optional<OpGraph> GraphOf(const std::string& name) {
-  return OpGraphFromJson(ReadJsonFile(testing::SourceDir() / "tests" / "data" / "graphs" / (name + ".json")));
+  return OpGraphFromJson(
+      ReadJsonFile(testing::SourceDir() / "tests" / "data" / "graphs" / (name + ".json")));
 }
 
 TEST(ContractInference, ReadOnlyWeightsMayBePreTransformed) {
@@ -64,7 +65,8 @@ TEST(ContractInference, TheInferencesTravelWithTheContractsJson) {
 
 TEST(ContractInference, ThePlanHonoursTheContract) {
   TaskBundle b;
-  b.graph = ReadJsonFile(testing::SourceDir() / "tests" / "data" / "graphs" / "level2_02_conv2d_relu_biasadd.json");
+  b.graph = ReadJsonFile(testing::SourceDir() / "tests" / "data" / "graphs" /
+                         "level2_02_conv2d_relu_biasadd.json");
   PlanInputs in;
   in.bundle = &b;
   in.task_stem = "t";

@@ -13,9 +13,9 @@ namespace {
 
 // Ops that only re-label a contiguous tensor's shape: the element order is
 // unchanged, so a fused kernel reads them as the value they view.
-const std::set<std::string> kViewOps = {"view",    "_unsafe_view", "reshape", "unsqueeze",
-                                        "squeeze", "alias",        "detach",  "clone",
-                                        "contiguous", "expand", "lift_fresh", "flatten"};
+const std::set<std::string> kViewOps = {"view",       "_unsafe_view", "reshape",    "unsqueeze",
+                                        "squeeze",    "alias",        "detach",     "clone",
+                                        "contiguous", "expand",       "lift_fresh", "flatten"};
 
 enum class Kind { kElem, kRow };
 
@@ -30,9 +30,10 @@ struct Val {
 /// An ABI input the kernel reads.
 struct Leaf {
   int abi = 0;
-  std::vector<long long> shape;  ///< as the graph uses it (a view of the input keeps its memory order)
-  bool full = false;             ///< the same number of elements as F: read at the linear index
-  bool col = false;              ///< one value per column of F ([C], [1, C]): read at i % cols
+  std::vector<long long>
+      shape;          ///< as the graph uses it (a view of the input keeps its memory order)
+  bool full = false;  ///< the same number of elements as F: read at the linear index
+  bool col = false;   ///< one value per column of F ([C], [1, C]): read at i % cols
 };
 
 /// A value computed in the kernel: `name = expr`, in element or row scope.
@@ -46,17 +47,17 @@ struct Def {
 
 /// A reduction over the row: acc combines `input` (an element-scope name).
 struct Stat {
-  std::string name;   ///< row-scope result (argmax: name is the index, name_v the value)
-  std::string op;     ///< sum, max, min, argmax, argmin
+  std::string name;  ///< row-scope result (argmax: name is the index, name_v the value)
+  std::string op;    ///< sum, max, min, argmax, argmin
   std::string input;
   int pass = 0;
 };
 
 struct Output {
-  int abi = 0;        ///< out[] index
-  std::string name;   ///< the value stored
+  int abi = 0;       ///< out[] index
+  std::string name;  ///< the value stored
   Kind kind = Kind::kElem;
-  std::string type;   ///< float or long long
+  std::string type;  ///< float or long long
 };
 
 struct Program {
@@ -154,7 +155,8 @@ class Builder {
     for (std::size_t i = first_; i < g_.nodes.size(); ++i) {
       const GraphNode& n = g_.nodes[i];
       if (n.matrix) {
-        *why = n.op + " is a matrix op: it goes to a library call or a GEMM template, not a fused chain";
+        *why = n.op +
+               " is a matrix op: it goes to a library call or a GEMM template, not a fused chain";
         return false;
       }
     }
@@ -182,10 +184,26 @@ class Builder {
   }
 
   static bool IsRowReduction(const std::string& b) {
-    static const std::set<std::string> k = {
-        "sum",     "mean",   "amax",    "amin",      "max",      "min",          "argmax",
-        "argmin",  "var",    "std",     "var_mean",  "std_mean", "logsumexp",    "_softmax",
-        "softmax", "_log_softmax", "log_softmax", "native_layer_norm", "linalg_vector_norm", "norm"};
+    static const std::set<std::string> k = {"sum",
+                                            "mean",
+                                            "amax",
+                                            "amin",
+                                            "max",
+                                            "min",
+                                            "argmax",
+                                            "argmin",
+                                            "var",
+                                            "std",
+                                            "var_mean",
+                                            "std_mean",
+                                            "logsumexp",
+                                            "_softmax",
+                                            "softmax",
+                                            "_log_softmax",
+                                            "log_softmax",
+                                            "native_layer_norm",
+                                            "linalg_vector_norm",
+                                            "norm"};
     return k.count(b) > 0;
   }
 
@@ -196,7 +214,8 @@ class Builder {
   const Val* Get(int id, std::string* why) {
     if (auto it = vals_.find(id); it != vals_.end()) return &it->second;
     const GraphValue& v = g_.Value(id);
-    const bool before = v.source == "op" && v.node >= 0 && static_cast<std::size_t>(v.node) < first_;
+    const bool before =
+        v.source == "op" && v.node >= 0 && static_cast<std::size_t>(v.node) < first_;
     if (v.source != "abi" && !before) {
       *why = fmt::format("value {} ({}) is made outside any op the generator knows", id, v.dtype);
       return nullptr;
@@ -227,7 +246,8 @@ class Builder {
     l.abi = abi;
     l.shape = shape;
     l.full = Numel(shape) == Numel(p_.F);
-    l.col = !l.full && !shape.empty() && shape.back() == Cols() && Numel(shape) == Cols() && Cols() > 1;
+    l.col =
+        !l.full && !shape.empty() && shape.back() == Cols() && Numel(shape) == Cols() && Cols() > 1;
     p_.leaves.push_back(l);
     Val val;
     val.kind = Kind::kElem;
@@ -293,7 +313,10 @@ class Builder {
     if (a->is_number()) return Operand{FloatLiteral(a->get<double>()), std::nullopt, ""};
     if (a->is_boolean()) return Operand{a->get<bool>() ? "1.0f" : "0.0f", std::nullopt, ""};
     if (a->is_string() && (*a == "inf" || *a == "-inf" || *a == "nan"))
-      return Operand{*a == "inf" ? "INFINITY" : *a == "-inf" ? "(-INFINITY)" : "NAN", std::nullopt, ""};
+      return Operand{*a == "inf"    ? "INFINITY"
+                     : *a == "-inf" ? "(-INFINITY)"
+                                    : "NAN",
+                     std::nullopt, ""};
     *why = fmt::format("{} has an argument the generator cannot read: {}", n.op, a->dump());
     return std::nullopt;
   }
@@ -338,7 +361,8 @@ class Builder {
         vals_[out.id] = *v;
         return true;
       }
-      return AddLeaf(out.id, p_.leaves[static_cast<std::size_t>(v->leaf)].abi, out.shape, why) != nullptr;
+      return AddLeaf(out.id, p_.leaves[static_cast<std::size_t>(v->leaf)].abi, out.shape, why) !=
+             nullptr;
     }
     if (n.base == "expand" && v->leaf >= 0) {
       vals_[out.id] = *v;  // broadcasting is right-aligned against F either way
@@ -420,11 +444,14 @@ class Builder {
       const Operand* y = x ? op(1) : nullptr;
       if (!y) return false;
       const double alpha = NumArg(n, 2, "alpha", 1.0);
-      const std::string ya = alpha == 1.0 ? y->expr : fmt::format("({} * {})", FloatLiteral(alpha), y->expr);
+      const std::string ya =
+          alpha == 1.0 ? y->expr : fmt::format("({} * {})", FloatLiteral(alpha), y->expr);
       if (b == "add") e = fmt::format("({} + {})", x->expr, ya);
       if (b == "sub") e = fmt::format("({} - {})", x->expr, ya);
-      if (b == "rsub") e = fmt::format("({} - {})", y->expr,
-                                       alpha == 1.0 ? x->expr : fmt::format("({} * {})", FloatLiteral(alpha), x->expr));
+      if (b == "rsub")
+        e = fmt::format(
+            "({} - {})", y->expr,
+            alpha == 1.0 ? x->expr : fmt::format("({} * {})", FloatLiteral(alpha), x->expr));
     } else if (b == "mul" || b == "div" || b == "maximum" || b == "minimum" || b == "fmax" ||
                b == "fmin") {
       if (b == "div") {
@@ -458,11 +485,13 @@ class Builder {
         e = x->expr;
       else
         e = fmt::format("powf({}, {})", x->expr, y->expr);
-    } else if (b == "clamp" || b == "clip" || b == "hardtanh" || b == "clamp_min" || b == "clamp_max") {
+    } else if (b == "clamp" || b == "clip" || b == "hardtanh" || b == "clamp_min" ||
+               b == "clamp_max") {
       const Operand* x = op(0);
       if (!x) return false;
       std::string lo = "(-INFINITY)", hi = "INFINITY";
-      auto bound = [&](std::size_t i, const char* kw, std::string* dst, double dflt, bool has_dflt) -> bool {
+      auto bound = [&](std::size_t i, const char* kw, std::string* dst, double dflt,
+                       bool has_dflt) -> bool {
         const Json* a = OpGraph::Arg(n, i, kw);
         if (a && a->is_number()) {
           *dst = FloatLiteral(a->get<double>());
@@ -476,7 +505,8 @@ class Builder {
         return true;
       };
       if (b == "hardtanh") {
-        if (!bound(1, "min_val", &lo, -1.0, true) || !bound(2, "max_val", &hi, 1.0, true)) return false;
+        if (!bound(1, "min_val", &lo, -1.0, true) || !bound(2, "max_val", &hi, 1.0, true))
+          return false;
       } else if (b == "clamp_min") {
         if (!bound(1, "min", &lo, 0, false)) return false;
       } else if (b == "clamp_max") {
@@ -488,12 +518,14 @@ class Builder {
     } else if (b == "leaky_relu") {
       const Operand* x = op(0);
       if (!x) return false;
-      e = fmt::format("kopt_leaky({}, {})", x->expr, FloatLiteral(NumArg(n, 1, "negative_slope", 0.01)));
+      e = fmt::format("kopt_leaky({}, {})", x->expr,
+                      FloatLiteral(NumArg(n, 1, "negative_slope", 0.01)));
     } else if (b == "elu") {
       const Operand* x = op(0);
       if (!x) return false;
       e = fmt::format("kopt_elu({}, {}, {}, {})", x->expr, FloatLiteral(NumArg(n, 1, "alpha", 1.0)),
-                      FloatLiteral(NumArg(n, 2, "scale", 1.0)), FloatLiteral(NumArg(n, 3, "input_scale", 1.0)));
+                      FloatLiteral(NumArg(n, 2, "scale", 1.0)),
+                      FloatLiteral(NumArg(n, 3, "input_scale", 1.0)));
     } else if (b == "softplus") {
       const Operand* x = op(0);
       if (!x) return false;
@@ -502,7 +534,8 @@ class Builder {
     } else if (b == "threshold") {
       const Operand* x = op(0);
       if (!x) return false;
-      e = fmt::format("kopt_threshold({}, {}, {})", x->expr, FloatLiteral(NumArg(n, 1, "threshold", 0)),
+      e = fmt::format("kopt_threshold({}, {}, {})", x->expr,
+                      FloatLiteral(NumArg(n, 1, "threshold", 0)),
                       FloatLiteral(NumArg(n, 2, "value", 0)));
     } else if (b == "lerp") {
       const Operand* x = op(0);
@@ -515,8 +548,8 @@ class Builder {
       const Operand* y = x ? op(1) : nullptr;
       const Operand* z = y ? op(2) : nullptr;
       if (!z) return false;
-      e = fmt::format("({} + {} * ({} {} {}))", x->expr, FloatLiteral(NumArg(n, 3, "value", 1.0)), y->expr,
-                      b == "addcmul" ? "*" : "/", z->expr);
+      e = fmt::format("({} + {} * ({} {} {}))", x->expr, FloatLiteral(NumArg(n, 3, "value", 1.0)),
+                      y->expr, b == "addcmul" ? "*" : "/", z->expr);
     } else {
       *why = n.op + " is not an op the fusion generator knows";
       return false;
@@ -534,8 +567,8 @@ class Builder {
     }
     if (kind == Kind::kElem) {
       if (out.Numel() != Numel(p_.F)) {
-        *why = fmt::format("{} makes [{}], not the iteration shape [{}]", n.op, fmt::join(out.shape, ","),
-                           fmt::join(p_.F, ","));
+        *why = fmt::format("{} makes [{}], not the iteration shape [{}]", n.op,
+                           fmt::join(out.shape, ","), fmt::join(p_.F, ","));
         return false;
       }
       for (const Operand& o : ops)
@@ -575,7 +608,8 @@ class Builder {
     if (!x) return false;
     if (x->kind != Kind::kElem || xin.Numel() != Numel(p_.F) || xin.shape.empty() ||
         xin.shape.back() != Cols()) {
-      *why = n.op + " reduces something other than the rows of [" + fmt::format("{}", fmt::join(p_.F, ",")) + "]";
+      *why = n.op + " reduces something other than the rows of [" +
+             fmt::format("{}", fmt::join(p_.F, ",")) + "]";
       return false;
     }
     const int rank = static_cast<int>(xin.shape.size());
@@ -619,7 +653,8 @@ class Builder {
       Define(Kind::kRow, name, expr, std::move(deps));
       return name;
     };
-    auto set_out = [&](std::size_t k, const std::string& name, Kind kind, const std::string& dtype = "float32") {
+    auto set_out = [&](std::size_t k, const std::string& name, Kind kind,
+                       const std::string& dtype = "float32") {
       if (k >= n.out.size()) return;
       Val v;
       v.kind = kind;
@@ -644,7 +679,8 @@ class Builder {
       const std::string dev = elem(fmt::format("kopt_sq({} - {})", xv, mean), {xv, mean});
       const std::string ss = stat("sum", dev);
       *mean_out = mean;
-      return row(fmt::format("{} / fmaxf({} - {}, 0.0f)", ss, cols, FloatLiteral(correction)), {ss});
+      return row(fmt::format("{} / fmaxf({} - {}, 0.0f)", ss, cols, FloatLiteral(correction)),
+                 {ss});
     };
     if (b == "sum" || b == "mean") {
       if (!check_row_outputs({0})) return false;
@@ -666,8 +702,10 @@ class Builder {
     } else if (b == "var" || b == "std" || b == "var_mean" || b == "std_mean") {
       if (!check_row_outputs({0, 1})) return false;
       double correction = 1.0;
-      if (const Json* c = OpGraph::Arg(n, 99, "correction"); c && c->is_number()) correction = c->get<double>();
-      if (const Json* u = OpGraph::Arg(n, 2, "unbiased"); u && u->is_boolean()) correction = u->get<bool>() ? 1 : 0;
+      if (const Json* c = OpGraph::Arg(n, 99, "correction"); c && c->is_number())
+        correction = c->get<double>();
+      if (const Json* u = OpGraph::Arg(n, 2, "unbiased"); u && u->is_boolean())
+        correction = u->get<bool>() ? 1 : 0;
       std::string mean;
       const std::string var = variance(correction, &mean);
       const bool is_std = b == "std" || b == "std_mean";
@@ -675,7 +713,8 @@ class Builder {
       if (b == "var_mean" || b == "std_mean") set_out(1, mean, Kind::kRow);
     } else if (b == "logsumexp") {
       if (!check_row_outputs({0})) return false;
-      const std::string s = stat("online", xv);  // the max (s_m) and the sum of exp(x - max) in one pass
+      const std::string s =
+          stat("online", xv);  // the max (s_m) and the sum of exp(x - max) in one pass
       const std::string m = s + "_m";
       set_out(0, row(fmt::format("kopt_lse({}, {})", m, s), {m, s}), Kind::kRow);
     } else if (b == "linalg_vector_norm" || b == "norm") {
@@ -684,7 +723,8 @@ class Builder {
       const std::string s = stat("sum", sq);
       set_out(0, row(fmt::format("sqrtf({})", s), {s}), Kind::kRow);
     } else if (b == "_softmax" || b == "softmax" || b == "_log_softmax" || b == "log_softmax") {
-      const std::string s = stat("online", xv);  // the max (s_m) and the sum of exp(x - max) in one pass
+      const std::string s =
+          stat("online", xv);  // the max (s_m) and the sum of exp(x - max) in one pass
       const std::string m = s + "_m";
       const std::string ex = elem(fmt::format("kopt_exp_shift({}, {})", xv, m), {xv, m});
       const bool log = b == "_log_softmax" || b == "log_softmax";
@@ -707,7 +747,8 @@ class Builder {
         if (!a || a->is_null()) continue;
         auto o = Op(n, k, nullptr, why);
         if (!o) return false;
-        y = elem(fmt::format(fmt::runtime(k == 2 ? "({} * {})" : "({} + {})"), y, o->expr), {y, o->dep});
+        y = elem(fmt::format(fmt::runtime(k == 2 ? "({} * {})" : "({} + {})"), y, o->expr),
+                 {y, o->dep});
       }
       set_out(0, y, Kind::kElem);
       set_out(1, mean, Kind::kRow);
@@ -734,14 +775,17 @@ class Builder {
       }
       const GraphValue& gv = g_.Value(id);
       if (v.kind == Kind::kElem && gv.Numel() != Numel(p_.F)) {
-        *why = fmt::format("output {} has [{}], not the iteration shape", k, fmt::join(gv.shape, ","));
+        *why =
+            fmt::format("output {} has [{}], not the iteration shape", k, fmt::join(gv.shape, ","));
         return false;
       }
       if (v.kind == Kind::kRow && gv.Numel() != Rows()) {
-        *why = fmt::format("output {} has [{}], not one value per row", k, fmt::join(gv.shape, ","));
+        *why =
+            fmt::format("output {} has [{}], not one value per row", k, fmt::join(gv.shape, ","));
         return false;
       }
-      p_.outputs.push_back({static_cast<int>(k), v.name, v.kind, v.dtype == "int64" ? "long long" : "float"});
+      p_.outputs.push_back(
+          {static_cast<int>(k), v.name, v.kind, v.dtype == "int64" ? "long long" : "float"});
     }
     if (p_.outputs.empty()) {
       *why = "the forward returns nothing";
@@ -768,7 +812,8 @@ class Builder {
   }
 
   /// Row-scope names a set of element defs reads (stats and row defs).
-  std::set<std::string> RowDeps(const std::vector<const Def*>& defs, const std::vector<std::string>& extra) const {
+  std::set<std::string> RowDeps(const std::vector<const Def*>& defs,
+                                const std::vector<std::string>& extra) const {
     std::set<std::string> out;
     std::set<std::string> row_names;
     for (const Def& d : p_.defs)
@@ -791,8 +836,8 @@ class Builder {
   /// per loop step `it`); a full-size input in `loaded` is read from it, any
   /// other is loaded from memory into it.
   std::string Body(const std::vector<const Def*>& defs, const std::set<int>& leaves,
-                   const std::string& per_element, const std::string& col_index, bool cached = false,
-                   std::set<int>* loaded = nullptr) const {
+                   const std::string& per_element, const std::string& col_index,
+                   bool cached = false, std::set<int>* loaded = nullptr) const {
     std::string s;
     for (int l : leaves) {
       const Leaf& leaf = p_.leaves[static_cast<std::size_t>(l)];
@@ -815,7 +860,8 @@ class Builder {
       else
         s += fmt::format("      const float x{0} = __ldg(a.p{0} + kopt_bidx(a.b{0}, i));\n", l);
     }
-    for (const Def* d : defs) s += fmt::format("      const {} {} = {};\n", d->type, d->name, d->expr);
+    for (const Def* d : defs)
+      s += fmt::format("      const {} {} = {};\n", d->type, d->name, d->expr);
     s += per_element;
     s += "    }\n";
     return s;
@@ -824,7 +870,8 @@ class Builder {
   std::string Stores(Kind kind) const {
     std::string s;
     for (const Output& o : p_.outputs)
-      if (o.kind == kind && kind == Kind::kElem) s += fmt::format("      O{0}[u] = {1};\n", o.abi, o.name);
+      if (o.kind == kind && kind == Kind::kElem)
+        s += fmt::format("      O{0}[u] = {1};\n", o.abi, o.name);
     return s;
   }
 
@@ -878,12 +925,15 @@ class Builder {
     std::vector<std::string> short_ops;
     for (const std::string& op : p_.ops) {
       const std::string b = OpBase(op);
-      if (!kViewOps.count(b) && (short_ops.empty() || short_ops.back() != b)) short_ops.push_back(b);
+      if (!kViewOps.count(b) && (short_ops.empty() || short_ops.back() != b))
+        short_ops.push_back(b);
     }
-    k.about = row_kernel
-                  ? fmt::format("one block per row of {} computes {} in {} pass(es) over the row, one DRAM read",
-                                Cols(), fmt::join(short_ops, " -> "), k.passes)
-                  : fmt::format("one vectorized pass computes {}", fmt::join(short_ops, " -> "));
+    k.about =
+        row_kernel
+            ? fmt::format(
+                  "one block per row of {} computes {} in {} pass(es) over the row, one DRAM read",
+                  Cols(), fmt::join(short_ops, " -> "), k.passes)
+            : fmt::format("one vectorized pass computes {}", fmt::join(short_ops, " -> "));
     return k;
   }
 
@@ -909,7 +959,8 @@ class Builder {
     int max_abi = -1;
     for (const Leaf& l : p_.leaves) max_abi = std::max(max_abi, l.abi);
     std::string s =
-        "extern \"C\" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, int n_out,\n"
+        "extern \"C\" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, int "
+        "n_out,\n"
         "                            kopt_stream stream) {\n";
     s += fmt::format("  if (n_in < {} || n_out != {}) return 1;\n", max_abi + 1, p_.outputs.size());
     // The iteration shape: a full-size input, else an element output.
@@ -940,15 +991,18 @@ class Builder {
       if (leaf.full)
         s += fmt::format("  if (kopt_numel(in[{}]) != n) return 4;\n", leaf.abi);
       else if (leaf.col)
-        s += fmt::format("  if (kopt_numel(in[{0}]) != cols || in[{0}].shape[in[{0}].ndim - 1] != cols) return 4;\n",
-                         leaf.abi);
+        s += fmt::format(
+            "  if (kopt_numel(in[{0}]) != cols || in[{0}].shape[in[{0}].ndim - 1] != cols) return "
+            "4;\n",
+            leaf.abi);
       else
         s += fmt::format("  if (!kopt_make_bcast(in[{}], F, &a.b{})) return 4;\n", leaf.abi, l);
     }
     for (const Output& o : p_.outputs) {
       s += fmt::format("  if (out[{0}].dtype != {1} || !kopt_is_contiguous(out[{0}])) return 5;\n",
                        o.abi, o.type == "float" ? "KOPT_FLOAT32" : "KOPT_INT64");
-      s += fmt::format("  if (kopt_numel(out[{}]) != {}) return 6;\n", o.abi, o.kind == Kind::kElem ? "n" : "rows");
+      s += fmt::format("  if (kopt_numel(out[{}]) != {}) return 6;\n", o.abi,
+                       o.kind == Kind::kElem ? "n" : "rows");
       s += fmt::format("  a.o{0} = static_cast<{1}*>(out[{0}].data);\n", o.abi, o.type);
     }
     s += "  if (n == 0) return 0;\n";
@@ -957,9 +1011,11 @@ class Builder {
     // element count (the row length, for row kernels) a multiple of VEC.
     s += "  uintptr_t align = 0;\n";
     for (std::size_t l = 0; l < p_.leaves.size(); ++l)
-      if (p_.leaves[l].full) s += fmt::format("  align |= reinterpret_cast<uintptr_t>(a.p{});\n", l);
+      if (p_.leaves[l].full)
+        s += fmt::format("  align |= reinterpret_cast<uintptr_t>(a.p{});\n", l);
     for (const Output& o : p_.outputs)
-      if (o.kind == Kind::kElem) s += fmt::format("  align |= reinterpret_cast<uintptr_t>(a.o{});\n", o.abi);
+      if (o.kind == Kind::kElem)
+        s += fmt::format("  align |= reinterpret_cast<uintptr_t>(a.o{});\n", o.abi);
     s += launch;
     s += "  return (int)cudaGetLastError();\n}\n";
     return s;
@@ -971,27 +1027,31 @@ class Builder {
     const auto outs = ElemOutputNames();
     Closure(outs, &defs, &leaves);
     std::string s = Header("one elementwise pass");
-    s +=
-        "// kopt:knob THREADS 256 64..1024*2 threads per block: fewer, larger blocks or more, smaller ones\n"
-        "constexpr int THREADS = 256;\n"
-        "// kopt:knob VEC 4 {1,2,4} consecutive elements per thread per step (4 = 16-byte loads)\n"
-        "constexpr int VEC = 4;\n"
-        "// kopt:knob ILP 1 {1,2,4} steps each thread keeps in flight: more bytes in flight, fewer blocks\n"
-        "constexpr int ILP = 1;\n"
-        "// kopt:constraint THREADS % 32 == 0\n\n";
+    s += "// kopt:knob THREADS 256 64..1024*2 threads per block: fewer, larger blocks or more, "
+         "smaller ones\n"
+         "constexpr int THREADS = 256;\n"
+         "// kopt:knob VEC 4 {1,2,4} consecutive elements per thread per step (4 = 16-byte loads)\n"
+         "constexpr int VEC = 4;\n"
+         "// kopt:knob ILP 1 {1,2,4} steps each thread keeps in flight: more bytes in flight, "
+         "fewer blocks\n"
+         "constexpr int ILP = 1;\n"
+         "// kopt:constraint THREADS % 32 == 0\n\n";
     // The scalar helper for the tail (VEC = 1 semantics).
     std::string one = "__device__ __forceinline__ void fused_one(const Args& a, int64_t i) {\n";
     for (int l : leaves) {
       const Leaf& leaf = p_.leaves[static_cast<std::size_t>(l)];
-      one += leaf.full  ? fmt::format("  const float x{0} = a.p{0}[i];\n", l)
-             : leaf.col ? fmt::format("  const float x{0} = __ldg(a.p{0} + i % a.cols);\n", l)
-                        : fmt::format("  const float x{0} = __ldg(a.p{0} + kopt_bidx(a.b{0}, i));\n", l);
+      one += leaf.full ? fmt::format("  const float x{0} = a.p{0}[i];\n", l)
+             : leaf.col
+                 ? fmt::format("  const float x{0} = __ldg(a.p{0} + i % a.cols);\n", l)
+                 : fmt::format("  const float x{0} = __ldg(a.p{0} + kopt_bidx(a.b{0}, i));\n", l);
     }
-    for (const Def* d : defs) one += fmt::format("  const {} {} = {};\n", d->type, d->name, d->expr);
+    for (const Def* d : defs)
+      one += fmt::format("  const {} {} = {};\n", d->type, d->name, d->expr);
     for (const Output& o : p_.outputs) one += fmt::format("  a.o{}[i] = {};\n", o.abi, o.name);
     one += "}\n\n";
     s += one;
-    s += "template <int VEC>\n__global__ void __launch_bounds__(THREADS) fused_kernel(Args a, int64_t n) {\n";
+    s += "template <int VEC>\n__global__ void __launch_bounds__(THREADS) fused_kernel(Args a, "
+         "int64_t n) {\n";
     s += "  const int64_t start = ((int64_t)blockIdx.x * THREADS * ILP + threadIdx.x) * VEC;\n";
     s += "#pragma unroll\n  for (int k = 0; k < ILP; ++k) {\n";
     s += "    const int64_t i0 = start + (int64_t)k * THREADS * VEC;\n";
@@ -1000,7 +1060,8 @@ class Builder {
     s += "      for (int64_t i = i0; i < n; ++i) fused_one(a, i);\n      break;\n    }\n";
     for (const Output& o : p_.outputs) s += fmt::format("    {} O{}[VEC];\n", o.type, o.abi);
     s += Body(defs, leaves, Stores(Kind::kElem), "i % a.cols");
-    for (const Output& o : p_.outputs) s += fmt::format("    kopt_store<VEC>(a.o{0}, i0, O{0});\n", o.abi);
+    for (const Output& o : p_.outputs)
+      s += fmt::format("    kopt_store<VEC>(a.o{0}, i0, O{0});\n", o.abi);
     s += "  }\n}\n\n";
     s += Forward(
         "  const bool vec = VEC > 1 && (align % (sizeof(float) * VEC)) == 0;\n"
@@ -1021,7 +1082,8 @@ class Builder {
       return "#pragma unroll\n  for (int it = 0; it < (CI > 0 ? CI : 1); ++it) {\n"
              "    const int64_t i0 = base + ((int64_t)it * LANES + tid) * VEC;\n"
              "    if (i0 >= base + cols) break;\n";
-    return "  for (int64_t i0 = base + (int64_t)tid * VEC; i0 < base + cols; i0 += (int64_t)LANES * VEC) {\n";
+    return "  for (int64_t i0 = base + (int64_t)tid * VEC; i0 < base + cols; i0 += (int64_t)LANES "
+           "* VEC) {\n";
   }
   static std::string LoopClose(bool) { return "  }\n"; }
 
@@ -1035,7 +1097,8 @@ class Builder {
       for (const Def& d : p_.defs) {
         if (d.scope != Kind::kRow || emitted_rows.count(d.name)) continue;
         bool ok = true;
-        for (const std::string& dep : d.deps) ok = ok && (known.count(dep) || emitted_rows.count(dep));
+        for (const std::string& dep : d.deps)
+          ok = ok && (known.count(dep) || emitted_rows.count(dep));
         if (!ok) continue;
         out += fmt::format("  const {} {} = {};\n", d.type, d.name, d.expr);
         emitted_rows.insert(d.name);
@@ -1059,37 +1122,45 @@ class Builder {
         if (st->op == "max") s += fmt::format("  float {}_acc = -INFINITY;\n", st->name);
         if (st->op == "min") s += fmt::format("  float {}_acc = INFINITY;\n", st->name);
         if (st->op == "argmax" || st->op == "argmin")
-          s += fmt::format("  float {0}_acc = {1};\n  long long {0}_idx = 0x7fffffffffffffffLL;\n", st->name,
-                           st->op == "argmax" ? "-INFINITY" : "INFINITY");
-        if (st->op == "online") s += fmt::format("  float {0}_accm = -INFINITY;\n  float {0}_acc = 0.0f;\n", st->name);
+          s += fmt::format("  float {0}_acc = {1};\n  long long {0}_idx = 0x7fffffffffffffffLL;\n",
+                           st->name, st->op == "argmax" ? "-INFINITY" : "INFINITY");
+        if (st->op == "online")
+          s += fmt::format("  float {0}_accm = -INFINITY;\n  float {0}_acc = 0.0f;\n", st->name);
       }
       std::string per;
       for (const Stat* st : stats) {
         if (st->op == "sum") per += fmt::format("      {}_acc += {};\n", st->name, st->input);
-        if (st->op == "max") per += fmt::format("      {0}_acc = kopt_max({0}_acc, {1});\n", st->name, st->input);
-        if (st->op == "min") per += fmt::format("      {0}_acc = kopt_min({0}_acc, {1});\n", st->name, st->input);
+        if (st->op == "max")
+          per += fmt::format("      {0}_acc = kopt_max({0}_acc, {1});\n", st->name, st->input);
+        if (st->op == "min")
+          per += fmt::format("      {0}_acc = kopt_min({0}_acc, {1});\n", st->name, st->input);
         if (st->op == "argmax" || st->op == "argmin")
-          per += fmt::format("      kopt_arg_{2}({0}_acc, {0}_idx, {1}, i - base);\n", st->name, st->input,
-                             st->op == "argmax" ? "max" : "min");
-        if (st->op == "online") per += fmt::format("      kopt_online({0}_accm, {0}_acc, {1});\n", st->name, st->input);
+          per += fmt::format("      kopt_arg_{2}({0}_acc, {0}_idx, {1}, i - base);\n", st->name,
+                             st->input, st->op == "argmax" ? "max" : "min");
+        if (st->op == "online")
+          per += fmt::format("      kopt_online({0}_accm, {0}_acc, {1});\n", st->name, st->input);
       }
       s += LoopOpen(cached);
       s += Body(defs, leaves, per, "(i - base)", cached, &loaded);
       s += LoopClose(cached);
       for (int l : leaves) loaded.insert(l);
       for (const Stat* st : stats) {
-        if (st->op == "sum") s += fmt::format("  const float {0} = kopt_row_sum({0}_acc, red);\n", st->name);
-        if (st->op == "max") s += fmt::format("  const float {0} = kopt_row_max({0}_acc, red);\n", st->name);
-        if (st->op == "min") s += fmt::format("  const float {0} = kopt_row_min({0}_acc, red);\n", st->name);
+        if (st->op == "sum")
+          s += fmt::format("  const float {0} = kopt_row_sum({0}_acc, red);\n", st->name);
+        if (st->op == "max")
+          s += fmt::format("  const float {0} = kopt_row_max({0}_acc, red);\n", st->name);
+        if (st->op == "min")
+          s += fmt::format("  const float {0} = kopt_row_min({0}_acc, red);\n", st->name);
         if (st->op == "argmax" || st->op == "argmin")
           s += fmt::format(
               "  kopt_row_arg<{1}>({0}_acc, {0}_idx, red, redi);\n  const float {0}_v = {0}_acc;\n"
               "  const long long {0} = {0}_idx;\n",
               st->name, st->op == "argmax" ? "true" : "false");
         if (st->op == "online")
-          s += fmt::format("  kopt_row_online({0}_accm, {0}_acc, red, red2);\n  const float {0}_m = {0}_accm;\n"
-                           "  const float {0} = {0}_acc;\n",
-                           st->name);
+          s += fmt::format(
+              "  kopt_row_online({0}_accm, {0}_acc, red, red2);\n  const float {0}_m = {0}_accm;\n"
+              "  const float {0} = {0}_acc;\n",
+              st->name);
         known.insert(st->name);
         known.insert(st->name + "_v");
         known.insert(st->name + "_m");
@@ -1107,7 +1178,8 @@ class Builder {
         if (o.kind == Kind::kElem) s += fmt::format("    {} O{}[VEC];\n", o.type, o.abi);
       s += Body(defs, leaves, Stores(Kind::kElem), "(i - base)", cached, &loaded);
       for (const Output& o : p_.outputs)
-        if (o.kind == Kind::kElem) s += fmt::format("    kopt_store<VEC>(a.o{0}, i0, O{0});\n", o.abi);
+        if (o.kind == Kind::kElem)
+          s += fmt::format("    kopt_store<VEC>(a.o{0}, i0, O{0});\n", o.abi);
       s += LoopClose(cached);
     }
     std::string row_stores;
@@ -1119,17 +1191,17 @@ class Builder {
 
   std::string EmitRow(int passes) const {
     std::string s = Header("a block per row");
-    s +=
-        "// kopt:knob THREADS 256 32..1024*2 threads per block: more warps to hide latency vs more to synchronize\n"
-        "constexpr int THREADS = 256;\n"
-        "// kopt:knob VEC 4 {1,2,4} consecutive elements per thread per step (4 = 16-byte loads)\n"
-        "constexpr int VEC = 4;\n";
+    s += "// kopt:knob THREADS 256 32..1024*2 threads per block: more warps to hide latency vs "
+         "more to synchronize\n"
+         "constexpr int THREADS = 256;\n"
+         "// kopt:knob VEC 4 {1,2,4} consecutive elements per thread per step (4 = 16-byte loads)\n"
+         "constexpr int VEC = 4;\n";
     s += fmt::format(
-        "// kopt:knob ROW_WARPS {} {{0,1}} 1: a warp per row, THREADS/32 rows per block (short rows); 0: the block per row\n"
+        "// kopt:knob ROW_WARPS {} {{0,1}} 1: a warp per row, THREADS/32 rows per block (short "
+        "rows); 0: the block per row\n"
         "constexpr int ROW_WARPS = {};\n",
         Cols() <= 2048 ? 1 : 0, Cols() <= 2048 ? 1 : 0);
-    s +=
-        "// kopt:constraint THREADS % 32 == 0 && THREADS <= 1024\n";
+    s += "// kopt:constraint THREADS % 32 == 0 && THREADS <= 1024\n";
     {
       int full = 0;
       for (const Leaf& l : p_.leaves) full += l.full ? 1 : 0;
@@ -1138,22 +1210,25 @@ class Builder {
       while (ci * lanes * 4 < Cols() && ci < 16) ci *= 2;
       if (ci * lanes * 4 < Cols() || ci * 4 * std::max(full, 1) > 128 || full == 0) ci = 0;
       s += fmt::format(
-          "// kopt:knob CACHE_ITERS {0} {{0,1,2,4,8,16}} steps of the row each thread keeps in registers across the "
+          "// kopt:knob CACHE_ITERS {0} {{0,1,2,4,8,16}} steps of the row each thread keeps in "
+          "registers across the "
           "passes (one DRAM read); 0: every pass streams the row again\n"
           "constexpr int CACHE_ITERS = {0};\n"
           "// kopt:constraint CACHE_ITERS * VEC * {1} <= 128\n",
           ci, std::max(full, 1));
     }
-    s +=
-        "constexpr int WARPS = THREADS / 32;\n"
-        "constexpr int ROWS_PER_BLOCK = ROW_WARPS ? WARPS : 1;\n"
-        "constexpr int LANES = ROW_WARPS ? 32 : THREADS;  // threads that share a row\n\n";
+    s += "constexpr int WARPS = THREADS / 32;\n"
+         "constexpr int ROWS_PER_BLOCK = ROW_WARPS ? WARPS : 1;\n"
+         "constexpr int LANES = ROW_WARPS ? 32 : THREADS;  // threads that share a row\n\n";
     s += kBlockReduce;
-    s += "template <int VEC, int CI>\n__global__ void __launch_bounds__(THREADS) fused_row_kernel(Args a, int64_t rows, "
+    s += "template <int VEC, int CI>\n__global__ void __launch_bounds__(THREADS) "
+         "fused_row_kernel(Args a, int64_t rows, "
          "int64_t cols) {\n";
-    s += "  __shared__ float red[WARPS];\n  __shared__ float red2[WARPS];\n  __shared__ long long redi[WARPS];\n"
+    s += "  __shared__ float red[WARPS];\n  __shared__ float red2[WARPS];\n  __shared__ long long "
+         "redi[WARPS];\n"
          "  (void)red2;\n  (void)redi;\n";
-    s += "  const int64_t row = (int64_t)blockIdx.x * ROWS_PER_BLOCK + (ROW_WARPS ? threadIdx.x / 32 : 0);\n"
+    s += "  const int64_t row = (int64_t)blockIdx.x * ROWS_PER_BLOCK + (ROW_WARPS ? threadIdx.x / "
+         "32 : 0);\n"
          "  const int tid = ROW_WARPS ? (threadIdx.x & 31) : threadIdx.x;\n"
          "  if (ROW_WARPS && row >= rows) return;  // a warp per row syncs only itself\n"
          "  const int64_t base = row * cols;\n";
@@ -1176,13 +1251,16 @@ class Builder {
         "  const int64_t blocks = (rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK;\n"
         "  if (blocks > 0x7fffffffLL) return 7;\n"
         "  // The register cache holds CACHE_ITERS steps of LANES * width elements.\n"
-        "  const bool cache = CACHE_ITERS > 0 && cols <= (int64_t)LANES * (vec ? VEC : 1) * CACHE_ITERS;\n"
+        "  const bool cache = CACHE_ITERS > 0 && cols <= (int64_t)LANES * (vec ? VEC : 1) * "
+        "CACHE_ITERS;\n"
         "  if (vec && cache)\n"
-        "    fused_row_kernel<VEC, CACHE_ITERS><<<(unsigned)blocks, THREADS, 0, st>>>(a, rows, cols);\n"
+        "    fused_row_kernel<VEC, CACHE_ITERS><<<(unsigned)blocks, THREADS, 0, st>>>(a, rows, "
+        "cols);\n"
         "  else if (vec)\n"
         "    fused_row_kernel<VEC, 0><<<(unsigned)blocks, THREADS, 0, st>>>(a, rows, cols);\n"
         "  else if (cache)\n"
-        "    fused_row_kernel<1, CACHE_ITERS><<<(unsigned)blocks, THREADS, 0, st>>>(a, rows, cols);\n"
+        "    fused_row_kernel<1, CACHE_ITERS><<<(unsigned)blocks, THREADS, 0, st>>>(a, rows, "
+        "cols);\n"
         "  else\n"
         "    fused_row_kernel<1, 0><<<(unsigned)blocks, THREADS, 0, st>>>(a, rows, cols);\n");
     return s;
@@ -1306,7 +1384,8 @@ __device__ __forceinline__ void kopt_store(T* __restrict__ p, int64_t i, const T
 
 )";
 
-  static constexpr const char* kBlockReduce = R"(__device__ __forceinline__ float kopt_warp_sum(float v) {
+  static constexpr const char* kBlockReduce =
+      R"(__device__ __forceinline__ float kopt_warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
@@ -1451,7 +1530,9 @@ __device__ __forceinline__ void kopt_row_online(float& m, float& s, float* red, 
 
 }  // namespace
 
-FusionResult FuseGraph(const OpGraph& graph) { return Builder(graph, 0, graph.outputs, false).Run(); }
+FusionResult FuseGraph(const OpGraph& graph) {
+  return Builder(graph, 0, graph.outputs, false).Run();
+}
 
 FusionResult FuseTail(const OpGraph& graph, std::size_t first_node) {
   return Builder(graph, first_node, graph.outputs, true).Run();

@@ -22,11 +22,11 @@
 namespace kopt {
 
 struct FusedKernel {
-  std::string kind;    ///< "elementwise" (one pass) or "row" (a block per row)
-  std::string source;  ///< a complete cuda candidate, with knob lines
-  std::string about;   ///< one line: what it fuses and how
+  std::string kind;              ///< "elementwise" (one pass) or "row" (a block per row)
+  std::string source;            ///< a complete cuda candidate, with knob lines
+  std::string about;             ///< one line: what it fuses and how
   std::vector<std::string> ops;  ///< the aten ops it replaces, in graph order
-  int passes = 1;      ///< passes over each row (row kernels: reductions that depend on each other + 1)
+  int passes = 1;  ///< passes over each row (row kernels: reductions that depend on each other + 1)
   /// FuseTail only: the value ids the kernel reads, in in[] order.
   std::vector<int> inputs;
   /// The in[] index whose shape is the iteration shape (an input read

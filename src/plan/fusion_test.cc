@@ -20,7 +20,8 @@ namespace {
 namespace fs = std::filesystem;
 
 OpGraph Graph(const std::string& name) {
-  const Json j = ReadJsonFile(testing::SourceDir() / "tests" / "data" / "graphs" / (name + ".json"));
+  const Json j =
+      ReadJsonFile(testing::SourceDir() / "tests" / "data" / "graphs" / (name + ".json"));
   auto g = OpGraphFromJson(j);
   if (!g) throw std::runtime_error(name + ": not a version-2 graph");
   return *g;
@@ -59,11 +60,11 @@ TEST(OpGraph, AGraphWithoutDataflowIsNone) {
 TEST(Fusion, ElementwiseAndRowChainsOfTheSuiteBecomeOneKernel) {
   const auto all = AllGraphs();
   const std::map<std::string, std::string> expect = {
-      {"level1_01_relu", "elementwise"},    {"level1_02_gelu", "elementwise"},
-      {"level1_03_swish", "elementwise"},   {"level1_04_softmax", "row"},
-      {"level1_05_log_softmax", "row"},     {"level1_06_layernorm", "row"},
-      {"level1_07_rmsnorm", "row"},         {"level1_11_mean_dim", "row"},
-      {"level1_13_argmax", "row"},          {"level1_30_var_mean", "row"},
+      {"level1_01_relu", "elementwise"},  {"level1_02_gelu", "elementwise"},
+      {"level1_03_swish", "elementwise"}, {"level1_04_softmax", "row"},
+      {"level1_05_log_softmax", "row"},   {"level1_06_layernorm", "row"},
+      {"level1_07_rmsnorm", "row"},       {"level1_11_mean_dim", "row"},
+      {"level1_13_argmax", "row"},        {"level1_30_var_mean", "row"},
   };
   for (const auto& [name, kind] : expect) {
     const auto it = all.find(name);
@@ -84,8 +85,8 @@ TEST(Fusion, SaysWhichOpStopsIt) {
 
 TEST(Fusion, RowKernelPassesFollowTheirDependencies) {
   const auto all = AllGraphs();
-  EXPECT_EQ(all.at("level1_11_mean_dim").kernel->passes, 2);  // the sum, then the store
-  EXPECT_EQ(all.at("level1_04_softmax").kernel->passes, 2);   // max and sum of exp online, write
+  EXPECT_EQ(all.at("level1_11_mean_dim").kernel->passes, 2);   // the sum, then the store
+  EXPECT_EQ(all.at("level1_04_softmax").kernel->passes, 2);    // max and sum of exp online, write
   EXPECT_EQ(all.at("level1_06_layernorm").kernel->passes, 3);  // mean, variance, write
 }
 
@@ -103,7 +104,9 @@ TEST(Fusion, EveryGeneratedKernelCompilesForSm90a) {
   ASSERT_GE(requests.size(), 10u);
   const auto results = builder->BuildAll(requests);
   for (std::size_t i = 0; i < results.size(); ++i)
-    EXPECT_TRUE(results[i].ok) << requests[i].name << "\n" << results[i].log << "\n" << requests[i].source;
+    EXPECT_TRUE(results[i].ok) << requests[i].name << "\n"
+                               << results[i].log << "\n"
+                               << requests[i].source;
 }
 
 }  // namespace

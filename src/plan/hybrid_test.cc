@@ -26,7 +26,8 @@ struct Generated {
 
 std::optional<Generated> LibraryOption(const std::string& level, const std::string& stem) {
   TaskBundle b;
-  b.graph = ReadJsonFile(testing::SourceDir() / "tests" / "data" / "graphs" / (level + "_" + stem + ".json"));
+  b.graph = ReadJsonFile(testing::SourceDir() / "tests" / "data" / "graphs" /
+                         (level + "_" + stem + ".json"));
   b.floor_ms = 1;
   PlanInputs in;
   in.bundle = &b;
@@ -38,10 +39,12 @@ std::optional<Generated> LibraryOption(const std::string& level, const std::stri
   return std::nullopt;
 }
 
-const std::vector<std::string> kLevel2 = {"01_linear_gelu_scale", "02_conv2d_relu_biasadd",
+const std::vector<std::string> kLevel2 = {"01_linear_gelu_scale",
+                                          "02_conv2d_relu_biasadd",
                                           "03_linear_dropout_mish_logsoftmax",
                                           "04_conv2d_groupnorm_tanh_hardswish_residual",
-                                          "05_linear_sum_scale_gelu", "06_linear_batchnorm_relu_scale"};
+                                          "05_linear_sum_scale_gelu",
+                                          "06_linear_batchnorm_relu_scale"};
 
 TEST(Hybrid, EveryLevel2TaskGetsALibraryCallWithAFusedTail) {
   for (const std::string& stem : kLevel2) {
@@ -54,7 +57,8 @@ TEST(Hybrid, EveryLevel2TaskGetsALibraryCallWithAFusedTail) {
     EXPECT_NE(src.find("torch.ops.aten."), std::string::npos) << stem;
   }
   // The shape-derived arguments are written from the shape at run time.
-  const std::string gn = LibraryOption("level2", "04_conv2d_groupnorm_tanh_hardswish_residual")->option.candidate.source;
+  const std::string gn = LibraryOption("level2", "04_conv2d_groupnorm_tanh_hardswish_residual")
+                             ->option.candidate.source;
   EXPECT_NE(gn.find(".numel() // max(1,"), std::string::npos);
 }
 
@@ -66,18 +70,20 @@ TEST(Hybrid, TheReplayedPrefixRunsAndKeepsTheModelsParameters) {
   const fs::path dir = testing::ScratchDir("hybrid-replay");
   fs::create_directories(dir / "stub" / "kopt");
   // The stub tail: records what it was handed and writes zeros.
-  std::ofstream(dir / "stub" / "kopt" / "__init__.py") << "def load_cuda(src, *a, **k):\n"
-                                                           "    def run(ins, outs):\n"
-                                                           "        run.shapes = [tuple(t.shape) for t in ins]\n"
-                                                           "        for o in outs: o.zero_()\n"
-                                                           "    return run\n";
+  std::ofstream(dir / "stub" / "kopt" / "__init__.py")
+      << "def load_cuda(src, *a, **k):\n"
+         "    def run(ins, outs):\n"
+         "        run.shapes = [tuple(t.shape) for t in ins]\n"
+         "        for o in outs: o.zero_()\n"
+         "    return run\n";
   std::ofstream(dir / "check.py")
       << "import runpy, sys, torch\n"
          "m = runpy.run_path(sys.argv[1])\n"
          "torch.manual_seed(0); new = m['ModelNew'](*m['get_init_inputs']())\n"
          "torch.manual_seed(0); ref = m['Model'](*m['get_init_inputs']())\n"
          "a, b = new.state_dict(), ref.state_dict()\n"
-         "assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), 'parameters differ'\n"
+         "assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), 'parameters "
+         "differ'\n"
          "x = [t[:3] if t.dim() > 1 else t for t in m['get_inputs']()]\n"
          "with torch.no_grad():\n"
          "    y = new(*x); r = ref(*x)\n"
@@ -90,8 +96,9 @@ TEST(Hybrid, TheReplayedPrefixRunsAndKeepsTheModelsParameters) {
     ASSERT_TRUE(g) << stem;
     const fs::path file = dir / (stem + "_modelnew.py");
     std::ofstream(file) << g->option.candidate.source;
-    const std::string cmd = "cd " + dir.string() + " && PYTHONPATH=" + (dir / "stub").string() + " " + python +
-                            " check.py " + file.string() + " > " + (dir / (stem + ".log")).string() + " 2>&1";
+    const std::string cmd = "cd " + dir.string() + " && PYTHONPATH=" + (dir / "stub").string() +
+                            " " + python + " check.py " + file.string() + " > " +
+                            (dir / (stem + ".log")).string() + " 2>&1";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << stem << "\n" << ReadTextFile(dir / (stem + ".log"));
   }
 }

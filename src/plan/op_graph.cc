@@ -75,7 +75,8 @@ std::optional<OpGraph> OpGraphFromJson(const Json& graph) {
       gn.index = index++;
       gn.op = n.at("op").get<std::string>();
       gn.base = OpBase(gn.op);
-      std::string tail = gn.op.substr(gn.op.find("::") == std::string::npos ? 0 : gn.op.find("::") + 2);
+      std::string tail =
+          gn.op.substr(gn.op.find("::") == std::string::npos ? 0 : gn.op.find("::") + 2);
       tail = tail.substr(0, tail.find('.'));
       gn.inplace = tail.size() > 1 && tail.back() == '_' && tail[tail.size() - 2] != '_';
       gn.args = n.value("args", Json::array());
@@ -86,17 +87,20 @@ std::optional<OpGraph> OpGraphFromJson(const Json& graph) {
       gn.matrix = n.value("class", "") == "matrix";
       for (int v : gn.in)
         if (v < 0 || v >= static_cast<int>(g.values.size()))
-          throw Error("op graph node " + std::to_string(gn.index) + " reads value " + std::to_string(v) +
+          throw Error("op graph node " + std::to_string(gn.index) + " reads value " +
+                      std::to_string(v) +
                       ", which the graph does not list: capture the task again.");
       for (int v : gn.out)
         if (v < 0 || v >= static_cast<int>(g.values.size()))
-          throw Error("op graph node " + std::to_string(gn.index) + " writes value " + std::to_string(v) +
+          throw Error("op graph node " + std::to_string(gn.index) + " writes value " +
+                      std::to_string(v) +
                       ", which the graph does not list: capture the task again.");
       g.nodes.push_back(std::move(gn));
     }
     g.outputs = graph.value("outputs", std::vector<int>{});
   } catch (const Json::exception& e) {
-    throw Error(std::string("the captured op graph is malformed (") + e.what() + "): capture the task again.");
+    throw Error(std::string("the captured op graph is malformed (") + e.what() +
+                "): capture the task again.");
   }
   return g;
 }

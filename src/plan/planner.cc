@@ -13,9 +13,9 @@
 namespace kopt {
 namespace {
 
-const std::set<std::string> kShapeOnly = {"view",  "_unsafe_view", "reshape", "unsqueeze", "squeeze",
-                                          "alias", "detach",       "clone",   "contiguous", "expand",
-                                          "lift_fresh", "flatten"};
+const std::set<std::string> kShapeOnly = {"view",       "_unsafe_view", "reshape",    "unsqueeze",
+                                          "squeeze",    "alias",        "detach",     "clone",
+                                          "contiguous", "expand",       "lift_fresh", "flatten"};
 
 /// The ops that compute something (shape-only views dropped).
 std::vector<const GraphNode*> Significant(const OpGraph& g) {
@@ -28,11 +28,14 @@ std::vector<const GraphNode*> Significant(const OpGraph& g) {
       const Json* e = OpGraph::Arg(n, 3, "end");
       const Json* st = OpGraph::Arg(n, 4, "step");
       const auto& shape = g.Value(n.in[0]).shape;
-      if (d && d->is_number_integer() && (!b || b->is_null() || *b == 0) && (!st || st->is_null() || *st == 1)) {
+      if (d && d->is_number_integer() && (!b || b->is_null() || *b == 0) &&
+          (!st || st->is_null() || *st == 1)) {
         long long dim = d->get<long long>();
         if (dim < 0) dim += static_cast<long long>(shape.size());
         if (dim >= 0 && dim < static_cast<long long>(shape.size()) &&
-            (!e || e->is_null() || (e->is_number_integer() && e->get<long long>() >= shape[static_cast<std::size_t>(dim)])))
+            (!e || e->is_null() ||
+             (e->is_number_integer() &&
+              e->get<long long>() >= shape[static_cast<std::size_t>(dim)])))
           continue;
       }
     }
@@ -58,19 +61,21 @@ std::optional<long long> IntArg(const GraphNode& n, std::size_t i, const char* k
   const Json* a = OpGraph::Arg(n, i, kw);
   if (!a) return std::nullopt;
   if (a->is_number_integer()) return a->get<long long>();
-  if (a->is_array() && a->size() == 1 && a->at(0).is_number_integer()) return a->at(0).get<long long>();
+  if (a->is_array() && a->size() == 1 && a->at(0).is_number_integer())
+    return a->at(0).get<long long>();
   return std::nullopt;
 }
 
 /// A pair argument ([3, 3] or 3), or `fallback` when absent or empty.
-std::optional<std::pair<long long, long long>> PairArg(const GraphNode& n, std::size_t i,
-                                                       std::optional<std::pair<long long, long long>> fallback) {
+std::optional<std::pair<long long, long long>> PairArg(
+    const GraphNode& n, std::size_t i, std::optional<std::pair<long long, long long>> fallback) {
   const Json* a = OpGraph::Arg(n, i);
   if (!a || a->is_null() || (a->is_array() && a->empty())) return fallback;
   if (a->is_number_integer()) return std::make_pair(a->get<long long>(), a->get<long long>());
   if (a->is_array() && a->size() == 1 && a->at(0).is_number_integer())
     return std::make_pair(a->at(0).get<long long>(), a->at(0).get<long long>());
-  if (a->is_array() && a->size() == 2 && a->at(0).is_number_integer() && a->at(1).is_number_integer())
+  if (a->is_array() && a->size() == 2 && a->at(0).is_number_integer() &&
+      a->at(1).is_number_integer())
     return std::make_pair(a->at(0).get<long long>(), a->at(1).get<long long>());
   return std::nullopt;
 }
@@ -113,13 +118,15 @@ std::optional<PlanOption> LibraryWithFusedTail(const OpGraph& g, const PlanInput
                                                std::vector<std::string>* notes) {
   if (in.task_source.empty()) return std::nullopt;
   if (!in.contract.torch_ops) {
-    if (notes) notes->push_back("no library call with a fused tail: the contract forbids PyTorch operators");
+    if (notes)
+      notes->push_back("no library call with a fused tail: the contract forbids PyTorch operators");
     return std::nullopt;
   }
   std::string last_why;
   for (std::size_t k = 1; k < g.nodes.size(); ++k) {
     int work = 0;
-    for (std::size_t i = k; i < g.nodes.size(); ++i) work += kShapeOnly.count(g.nodes[i].base) ? 0 : 1;
+    for (std::size_t i = k; i < g.nodes.size(); ++i)
+      work += kShapeOnly.count(g.nodes[i].base) ? 0 : 1;
     if (work < 1) break;
     FusionResult f = FuseTail(g, k);
     if (!f.kernel) continue;
@@ -128,10 +135,13 @@ std::optional<PlanOption> LibraryWithFusedTail(const OpGraph& g, const PlanInput
     std::string refused;
     for (std::size_t i = 0; i < k; ++i) {
       const std::string& b = g.nodes[i].base;
-      const char* lib = b.find("conv") != std::string::npos ? "cudnn" : g.nodes[i].matrix ? "cublas" : nullptr;
+      const char* lib = b.find("conv") != std::string::npos ? "cudnn"
+                        : g.nodes[i].matrix                 ? "cublas"
+                                                            : nullptr;
       if (lib && std::find(in.contract.libraries.begin(), in.contract.libraries.end(), lib) ==
                      in.contract.libraries.end())
-        refused = fmt::format("{} would call {}, which the contract does not allow", g.nodes[i].op, lib);
+        refused =
+            fmt::format("{} would call {}, which the contract does not allow", g.nodes[i].op, lib);
     }
     if (!refused.empty()) {
       last_why = refused;
@@ -154,26 +164,33 @@ std::optional<PlanOption> LibraryWithFusedTail(const OpGraph& g, const PlanInput
     }
     PlanOption o;
     o.space = "library+fused";
-    o.label = fmt::format("PyTorch {} + one kernel for {}", fmt::join(prefix, ", "), fmt::join(tail, " -> "));
-    o.about = fmt::format("the library ops stay in PyTorch (cuBLAS/cuDNN); {} ({} ops) become one {} kernel, so "
-                          "their intermediates never round-trip DRAM",
-                          fmt::join(tail, " -> "), tail.size(), f.kernel->kind);
+    o.label = fmt::format("PyTorch {} + one kernel for {}", fmt::join(prefix, ", "),
+                          fmt::join(tail, " -> "));
+    o.about = fmt::format(
+        "the library ops stay in PyTorch (cuBLAS/cuDNN); {} ({} ops) become one {} kernel, so "
+        "their intermediates never round-trip DRAM",
+        fmt::join(tail, " -> "), tail.size(), f.kernel->kind);
     o.candidate.kind = CandidateKind::kHybrid;
     o.candidate.source = *src;
     o.candidate.name = in.task_stem + "[library+fused]";
-    o.detail = {{"space", "library+fused"}, {"tail_from_node", k}, {"fused_kind", f.kernel->kind},
+    o.detail = {{"space", "library+fused"},
+                {"tail_from_node", k},
+                {"fused_kind", f.kernel->kind},
                 {"tail_ops", tail}};
     (void)floor;
     return o;
   }
-  if (notes && !last_why.empty()) notes->push_back("no library call with a fused tail: " + last_why);
+  if (notes && !last_why.empty())
+    notes->push_back("no library call with a fused tail: " + last_why);
   return std::nullopt;
 }
 
 }  // namespace
 
-std::vector<PlanOption> MatchTemplates(const OpGraph& g, const std::vector<KernelTemplate>& templates,
-                                       const std::string& task_stem, std::vector<std::string>* notes) {
+std::vector<PlanOption> MatchTemplates(const OpGraph& g,
+                                       const std::vector<KernelTemplate>& templates,
+                                       const std::string& task_stem,
+                                       std::vector<std::string>* notes) {
   std::vector<PlanOption> out;
   const auto sig = Significant(g);
   if (sig.empty() || g.outputs.size() != 1) return out;
@@ -214,8 +231,9 @@ std::vector<PlanOption> MatchTemplates(const OpGraph& g, const std::vector<Kerne
       auto dim = IntArg(*scan, 1, "dim");
       const int src = AbiOf(g, reverse ? sig[0]->in[0] : scan->in[0]);
       if (dim && (*dim == rank - 1 || *dim == -1) && src == 0)
-        out.push_back(Instantiate(*t, {{"KOPT_REVERSE", reverse}, {"KOPT_EXCLUSIVE", exclusive}}, task_stem,
-                                  "a scan along the last dim: block-wide scans with a running carry"));
+        out.push_back(
+            Instantiate(*t, {{"KOPT_REVERSE", reverse}, {"KOPT_EXCLUSIVE", exclusive}}, task_stem,
+                        "a scan along the last dim: block-wide scans with a running carry"));
       else if (notes)
         notes->push_back("the scan template takes the last dim only");
     }
@@ -223,18 +241,21 @@ std::vector<PlanOption> MatchTemplates(const OpGraph& g, const std::vector<Kerne
 
   // One reduction over one dim.
   if (const KernelTemplate* t = FindTemplate(templates, "reduce"); t && sig.size() == 1) {
-    static const std::map<std::string, long long> kOp = {{"sum", 0}, {"mean", 1}, {"max", 2}, {"min", 3},
-                                                         {"amax", 4}, {"amin", 5}, {"argmax", 6}, {"argmin", 7}};
+    static const std::map<std::string, long long> kOp = {{"sum", 0},    {"mean", 1},  {"max", 2},
+                                                         {"min", 3},    {"amax", 4},  {"amin", 5},
+                                                         {"argmax", 6}, {"argmin", 7}};
     const GraphNode& n = *sig[0];
     auto op = kOp.find(n.base);
     auto dim = IntArg(n, 1, "dim");
     const Json* dims = OpGraph::Arg(n, 1, "dim");
-    const bool one_dim = dims && (dims->is_number_integer() || (dims->is_array() && dims->size() == 1));
+    const bool one_dim =
+        dims && (dims->is_number_integer() || (dims->is_array() && dims->size() == 1));
     const bool values_only = n.base != "max" && n.base != "min" ? true : g.outputs[0] == n.out[0];
     if (op != kOp.end() && one_dim && dim && values_only && all_float(n) && AbiOf(g, n.in[0]) == 0)
-      out.push_back(Instantiate(*t, {{"KOPT_DIM", *dim}, {"KOPT_OP", op->second}}, task_stem,
-                                fmt::format("{} over dim {}: rows by warps, or columns split across blocks", n.base,
-                                            *dim)));
+      out.push_back(
+          Instantiate(*t, {{"KOPT_DIM", *dim}, {"KOPT_OP", op->second}}, task_stem,
+                      fmt::format("{} over dim {}: rows by warps, or columns split across blocks",
+                                  n.base, *dim)));
   }
 
   // 2-D pooling.
@@ -285,9 +306,13 @@ std::vector<PlanOption> MatchTemplates(const OpGraph& g, const std::vector<Kerne
         mm = sig[at];
         break;
       }
-    std::map<std::string, long long> slots = {{"KOPT_TRANS_B", 0}, {"KOPT_BATCHED", 0}, {"KOPT_BIAS", 0},
-                                              {"KOPT_EPILOGUE", 0}, {"KOPT_OUT_SCALE_X1000", 1000}};
-    bool ok = mm && (mm->base == "mm" || mm->base == "bmm" || mm->base == "addmm") && all_float(*mm);
+    std::map<std::string, long long> slots = {{"KOPT_TRANS_B", 0},
+                                              {"KOPT_BATCHED", 0},
+                                              {"KOPT_BIAS", 0},
+                                              {"KOPT_EPILOGUE", 0},
+                                              {"KOPT_OUT_SCALE_X1000", 1000}};
+    bool ok =
+        mm && (mm->base == "mm" || mm->base == "bmm" || mm->base == "addmm") && all_float(*mm);
     int a_arg = 0, b_arg = 1;
     if (ok && mm->base == "addmm") {
       slots["KOPT_BIAS"] = 1;
@@ -300,19 +325,22 @@ std::vector<PlanOption> MatchTemplates(const OpGraph& g, const std::vector<Kerne
     }
     if (ok && mm->base == "bmm") slots["KOPT_BATCHED"] = 1;
     if (ok) {
-      const int a = mm->in.size() > static_cast<std::size_t>(a_arg) ? mm->in[static_cast<std::size_t>(a_arg)] : -1;
-      const int b = mm->in.size() > static_cast<std::size_t>(b_arg) ? mm->in[static_cast<std::size_t>(b_arg)] : -1;
+      const int a = mm->in.size() > static_cast<std::size_t>(a_arg)
+                        ? mm->in[static_cast<std::size_t>(a_arg)]
+                        : -1;
+      const int b = mm->in.size() > static_cast<std::size_t>(b_arg)
+                        ? mm->in[static_cast<std::size_t>(b_arg)]
+                        : -1;
       ok = a >= 0 && b >= 0 && AbiOf(g, a) == 0;
       if (ok && AbiOf(g, b) != 1) {
         // B through a transpose of the ABI input: the template reads it as [N, K].
         const GraphNode* p = g.Producer(b);
         const bool two_d = p && !p->in.empty() && g.Value(p->in[0]).shape.size() == 2;
         const Json* perm = p ? OpGraph::Arg(*p, 1) : nullptr;
-        const bool transposed =
-            two_d &&
-            (p->base == "t" || p->base == "transpose" ||
-             (p->base == "permute" && perm && *perm == Json::array({1, 0}))) &&
-            AbiOf(g, p->in[0]) == 1;
+        const bool transposed = two_d &&
+                                (p->base == "t" || p->base == "transpose" ||
+                                 (p->base == "permute" && perm && *perm == Json::array({1, 0}))) &&
+                                AbiOf(g, p->in[0]) == 1;
         ok = transposed;
         if (ok) slots["KOPT_TRANS_B"] = 1;
       }
@@ -338,9 +366,10 @@ std::vector<PlanOption> MatchTemplates(const OpGraph& g, const std::vector<Kerne
       }
     }
     if (ok && mm)
-      out.push_back(Instantiate(*t, slots, task_stem,
-                                "strict-fp32 GEMM on tensor cores (3xTF32 split precision) with the bias, "
-                                "activation and scale in its epilogue"));
+      out.push_back(
+          Instantiate(*t, slots, task_stem,
+                      "strict-fp32 GEMM on tensor cores (3xTF32 split precision) with the bias, "
+                      "activation and scale in its epilogue"));
   }
   return out;
 }
@@ -358,7 +387,8 @@ Plan MakePlan(const PlanInputs& in) {
   const double floor = in.bundle ? in.bundle->floor_ms : 0;
   if (!graph) {
     plan.notes.push_back(
-        "no op graph with dataflow was captured (it needs a capture by this kopt version), so only hand-written "
+        "no op graph with dataflow was captured (it needs a capture by this kopt version), so only "
+        "hand-written "
         "solutions are planned");
   } else {
     FusionResult f = FuseGraph(*graph);
@@ -370,14 +400,17 @@ Plan MakePlan(const PlanInputs& in) {
       o.candidate.kind = CandidateKind::kCuda;
       o.candidate.source = f.kernel->source;
       o.candidate.name = in.task_stem + "[fused]";
-      o.detail = {{"space", "fused"}, {"fused_kind", f.kernel->kind}, {"passes", f.kernel->passes},
+      o.detail = {{"space", "fused"},
+                  {"fused_kind", f.kernel->kind},
+                  {"passes", f.kernel->passes},
                   {"ops", f.kernel->ops}};
       // One DRAM read per input: the floor, plus re-reads from L2 for extra passes.
       o.est_ms = floor > 0 ? floor * (1.0 + 0.1 * (f.kernel->passes - 1)) : 0;
       plan.options.push_back(std::move(o));
     } else {
       plan.notes.push_back("no single fused kernel: " + f.why_not);
-      if (auto o = LibraryWithFusedTail(*graph, in, floor, &plan.notes)) plan.options.push_back(std::move(*o));
+      if (auto o = LibraryWithFusedTail(*graph, in, floor, &plan.notes))
+        plan.options.push_back(std::move(*o));
     }
     for (PlanOption& o : MatchTemplates(*graph, in.templates, in.task_stem, &plan.notes)) {
       o.est_ms = floor > 0 ? floor * 1.2 : 0;
@@ -398,7 +431,8 @@ Plan MakePlan(const PlanInputs& in) {
     plan.options.push_back(std::move(o));
   }
   if (plan.options.empty())
-    plan.notes.push_back("nothing in the plan: the search keeps the reference (PyTorch) unless --from is given");
+    plan.notes.push_back(
+        "nothing in the plan: the search keeps the reference (PyTorch) unless --from is given");
   return plan;
 }
 

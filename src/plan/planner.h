@@ -43,16 +43,18 @@ struct Plan {
 struct PlanInputs {
   const TaskBundle* bundle = nullptr;  ///< its graph; may be empty (no capture)
   Contract contract;
-  std::string task_stem;               ///< names candidates: "04_softmax"
-  std::string task_source;             ///< the task file's text (hybrid options embed it)
-  std::vector<Candidate> shipped;      ///< hand-written solutions
+  std::string task_stem;           ///< names candidates: "04_softmax"
+  std::string task_source;         ///< the task file's text (hybrid options embed it)
+  std::vector<Candidate> shipped;  ///< hand-written solutions
   std::vector<KernelTemplate> templates;
 };
 
 Plan MakePlan(const PlanInputs& in);
 
 /// The template instantiations the graph matches (exposed for tests).
-std::vector<PlanOption> MatchTemplates(const OpGraph& g, const std::vector<KernelTemplate>& templates,
-                                       const std::string& task_stem, std::vector<std::string>* notes);
+std::vector<PlanOption> MatchTemplates(const OpGraph& g,
+                                       const std::vector<KernelTemplate>& templates,
+                                       const std::string& task_stem,
+                                       std::vector<std::string>* notes);
 
 }  // namespace kopt

@@ -39,8 +39,11 @@ const Json* Slots(const Plan& p, const std::string& template_id) {
 }
 
 TEST(Templates, SlotsAreSetOnTheirDefineLinesOnly) {
-  const std::string src = "#define KOPT_DIM -1  // slot: dim\n#define KOPT_OP 0 // slot: op\nint KOPT_DIM2 = 3;\n";
-  EXPECT_EQ(SetSlots(src, {{"KOPT_DIM", 2}}), "#define KOPT_DIM 2  // slot: dim\n#define KOPT_OP 0 // slot: op\nint KOPT_DIM2 = 3;\n");
+  const std::string src =
+      "#define KOPT_DIM -1  // slot: dim\n#define KOPT_OP 0 // slot: op\nint KOPT_DIM2 = 3;\n";
+  EXPECT_EQ(
+      SetSlots(src, {{"KOPT_DIM", 2}}),
+      "#define KOPT_DIM 2  // slot: dim\n#define KOPT_OP 0 // slot: op\nint KOPT_DIM2 = 3;\n");
   EXPECT_EQ(SlotValues(src).at("KOPT_OP"), "0");
   EXPECT_THROW(SetSlots(src, {{"KOPT_NOPE", 1}}), std::exception);
 }
@@ -55,20 +58,26 @@ TEST(Planner, MatchesEachTemplateToItsPatternWithSlotsFromTheArgs) {
     for (const auto& [k, v] : want.items()) EXPECT_EQ(s->at(k), v) << task << " " << k;
   };
   expect("level1_16_cumsum", "scan/scan_lastdim", {{"KOPT_REVERSE", 0}, {"KOPT_EXCLUSIVE", 0}});
-  expect("level1_17_reverse_cumsum", "scan/scan_lastdim", {{"KOPT_REVERSE", 1}, {"KOPT_EXCLUSIVE", 0}});
-  expect("level1_18_exclusive_cumsum", "scan/scan_lastdim", {{"KOPT_REVERSE", 0}, {"KOPT_EXCLUSIVE", 1}});
+  expect("level1_17_reverse_cumsum", "scan/scan_lastdim",
+         {{"KOPT_REVERSE", 1}, {"KOPT_EXCLUSIVE", 0}});
+  expect("level1_18_exclusive_cumsum", "scan/scan_lastdim",
+         {{"KOPT_REVERSE", 0}, {"KOPT_EXCLUSIVE", 1}});
   expect("level1_10_sum_dim", "reduce/reduce_dim", {{"KOPT_DIM", 1}, {"KOPT_OP", 0}});
   expect("level1_11_mean_dim", "reduce/reduce_dim", {{"KOPT_DIM", 1}, {"KOPT_OP", 1}});
   expect("level1_12_max_dim", "reduce/reduce_dim", {{"KOPT_DIM", 0}, {"KOPT_OP", 2}});
   expect("level1_13_argmax", "reduce/reduce_dim", {{"KOPT_DIM", 1}, {"KOPT_OP", 6}});
   expect("level1_14_maxpool2d", "pool/pool2d",
          {{"KOPT_MAX", 1}, {"KOPT_KH", 3}, {"KOPT_SH", 2}, {"KOPT_PH", 1}, {"KOPT_CEIL_MODE", 0}});
-  expect("level1_15_avgpool2d", "pool/pool2d", {{"KOPT_MAX", 0}, {"KOPT_KW", 3}, {"KOPT_COUNT_INCLUDE_PAD", 1}});
+  expect("level1_15_avgpool2d", "pool/pool2d",
+         {{"KOPT_MAX", 0}, {"KOPT_KW", 3}, {"KOPT_COUNT_INCLUDE_PAD", 1}});
   expect("level1_21_matmul_square", "gemm/gemm_3xtf32", {{"KOPT_TRANS_B", 0}, {"KOPT_BATCHED", 0}});
   expect("level1_22_bmm", "gemm/gemm_3xtf32", {{"KOPT_BATCHED", 1}});
   expect("level1_23_matmul_transposed_b", "gemm/gemm_3xtf32", {{"KOPT_TRANS_B", 1}});
   expect("level2_01_linear_gelu_scale", "gemm/gemm_3xtf32",
-         {{"KOPT_TRANS_B", 1}, {"KOPT_BIAS", 1}, {"KOPT_EPILOGUE", 2}, {"KOPT_OUT_SCALE_X1000", 1500}});
+         {{"KOPT_TRANS_B", 1},
+          {"KOPT_BIAS", 1},
+          {"KOPT_EPILOGUE", 2},
+          {"KOPT_OUT_SCALE_X1000", 1500}});
 }
 
 TEST(Planner, OffersTheFusedKernelFirstAndSaysWhyNotOtherwise) {

@@ -13,8 +13,9 @@ namespace fs = std::filesystem;
 namespace {
 // `#define KOPT_NAME value` at the start of a line (value: an integer).
 const std::regex& SlotLine() {
-  static const std::regex re(R"(^([ \t]*#define[ \t]+)(KOPT_[A-Z0-9_]+)([ \t]+)(-?[0-9]+)([^\n]*)$)",
-                             std::regex::multiline);
+  static const std::regex re(
+      R"(^([ \t]*#define[ \t]+)(KOPT_[A-Z0-9_]+)([ \t]+)(-?[0-9]+)([^\n]*)$)",
+      std::regex::multiline);
   return re;
 }
 }  // namespace
@@ -50,7 +51,8 @@ std::vector<KernelTemplate> LoadTemplates(const fs::path& kernels_dir) {
                   "): see kernels/README.md for its fields.");
     }
   }
-  std::sort(out.begin(), out.end(), [](const KernelTemplate& a, const KernelTemplate& b) { return a.id < b.id; });
+  std::sort(out.begin(), out.end(),
+            [](const KernelTemplate& a, const KernelTemplate& b) { return a.id < b.id; });
   return out;
 }
 
@@ -80,7 +82,8 @@ std::string SetSlots(const std::string& source, const std::map<std::string, long
   out += source.substr(last);
   for (const auto& [name, value] : values)
     if (!seen.count(name))
-      throw Error("the template has no `#define " + name + " <value>` slot line: check its template.json.");
+      throw Error("the template has no `#define " + name +
+                  " <value>` slot line: check its template.json.");
   return out;
 }
 

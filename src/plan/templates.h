@@ -19,9 +19,9 @@ struct TemplateSlot {
 };
 
 struct KernelTemplate {
-  std::filesystem::path path;  ///< the .cu
-  std::string id;              ///< "scan/scan_lastdim"
-  std::string op_class;        ///< "scan", "reduce", "pool", "gemm", ...
+  std::filesystem::path path;    ///< the .cu
+  std::string id;                ///< "scan/scan_lastdim"
+  std::string op_class;          ///< "scan", "reduce", "pool", "gemm", ...
   std::vector<std::string> ops;  ///< aten ops it implements
   std::vector<TemplateSlot> slots;
   std::string source;

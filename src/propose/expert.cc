@@ -27,9 +27,12 @@ std::map<std::string, std::vector<MoveRule>> LoadMoves(const std::filesystem::pa
   const Json j = ReadJsonFile(file);
   try {
     for (const auto& [name, rules] : j.at("moves").items())
-      for (const Json& r : rules) out[name].push_back({r.at("knobs").get<std::vector<std::string>>(), r.at("dir").get<int>()});
+      for (const Json& r : rules)
+        out[name].push_back(
+            {r.at("knobs").get<std::vector<std::string>>(), r.at("dir").get<int>()});
   } catch (const Json::exception& e) {
-    throw Error(file.string() + " is malformed (" + e.what() + "): each move maps to [{\"knobs\": [...], \"dir\": 1}].");
+    throw Error(file.string() + " is malformed (" + e.what() +
+                "): each move maps to [{\"knobs\": [...], \"dir\": 1}].");
   }
   return out;
 }
@@ -76,20 +79,26 @@ class ExpertProposer : public Proposer {
         }
     }
     try {
-      if (tc.from) tuner_->Begin(tc);
-      else tuner_.reset();
+      if (tc.from)
+        tuner_->Begin(tc);
+      else
+        tuner_.reset();
     } catch (const Error&) {
       tuner_.reset();  // a --from kernel without knobs: the plan and the diagnoses still work
     }
-    const double eager = context.bundle && context.bundle->eager_ms ? context.bundle->eager_ms->median : 0;
+    const double eager =
+        context.bundle && context.bundle->eager_ms ? context.bundle->eager_ms->median : 0;
     for (std::size_t i = 0; i < plan_.options.size(); ++i) {
       const PlanOption& o = plan_.options[i];
       std::string est;
-      if (o.est_ms > 0 && eager > 0) est = fmt::format(" (estimate {:.3f} ms, eager {:.3f} ms)", o.est_ms, eager);
-      notes_.push_back(fmt::format("plan {}: {} [{}]: {}{}", i + 1, o.label, o.space, o.about, est));
+      if (o.est_ms > 0 && eager > 0)
+        est = fmt::format(" (estimate {:.3f} ms, eager {:.3f} ms)", o.est_ms, eager);
+      notes_.push_back(
+          fmt::format("plan {}: {} [{}]: {}{}", i + 1, o.label, o.space, o.about, est));
     }
     for (const auto& n : plan_.notes) notes_.push_back("plan: " + n);
-    if (moves_.empty()) notes_.push_back("no diagnosis-to-move table was found, so moves come from the tuner only");
+    if (moves_.empty())
+      notes_.push_back("no diagnosis-to-move table was found, so moves come from the tuner only");
   }
 
   std::optional<Proposal> Root() override {
@@ -150,7 +159,8 @@ class ExpertProposer : public Proposer {
   std::vector<std::string> Notes() const override { return notes_; }
 
  private:
-  std::optional<Proposal> DiagnosisMove(const ParentView& parent, const Diagnosis& d, const std::string& move) {
+  std::optional<Proposal> DiagnosisMove(const ParentView& parent, const Diagnosis& d,
+                                        const std::string& move) {
     auto rules = moves_.find(move);
     if (rules == moves_.end()) return std::nullopt;
     KnobSpace space;
@@ -180,7 +190,8 @@ class ExpertProposer : public Proposer {
           if (!space.Valid(next)) continue;
           const std::string text = fmt::format("{} {} -> {}", name, current.at(name), *it);
           const std::string mv = fmt::format("{} (for {}: {})", text, d.tool, move);
-          if (std::find(parent.tried_moves.begin(), parent.tried_moves.end(), mv) != parent.tried_moves.end())
+          if (std::find(parent.tried_moves.begin(), parent.tried_moves.end(), mv) !=
+              parent.tried_moves.end())
             break;
           Proposal p;
           p.parent = parent.node;
@@ -191,8 +202,8 @@ class ExpertProposer : public Proposer {
           p.move = mv;
           p.expected = Shorten(d.advice, 160);
           p.proposer = Name();
-          p.detail = {{"space", "diagnosis"}, {"diagnosis", d.tool}, {"suggested_move", move},
-                      {"knob", name}, {"from", current.at(name)}, {"to", *it}};
+          p.detail = {{"space", "diagnosis"}, {"diagnosis", d.tool},      {"suggested_move", move},
+                      {"knob", name},         {"from", current.at(name)}, {"to", *it}};
           return p;
         }
       }

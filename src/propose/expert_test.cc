@@ -27,7 +27,8 @@ struct Fixture {
 
 Fixture Context(const std::string& level, const std::string& stem) {
   Fixture f;
-  f.bundle.graph = ReadJsonFile(testing::SourceDir() / "tests" / "data" / "graphs" / (level + "_" + stem + ".json"));
+  f.bundle.graph = ReadJsonFile(testing::SourceDir() / "tests" / "data" / "graphs" /
+                                (level + "_" + stem + ".json"));
   f.bundle.floor_ms = 1.0;
   f.ctx.task = LoadTask(testing::SourceDir() / "tasks" / level / (stem + ".py"));
   return f;
@@ -129,7 +130,8 @@ TEST(Expert, ItsProposalsCompileForSm90a) {
     child.candidate = first[0].candidate;
     for (auto& pr : p->Propose(child, 2)) first.push_back(pr);
     for (const auto& pr : first)
-      if (pr.candidate.kind == CandidateKind::kCuda) requests.push_back({pr.candidate.source, pr.candidate.name, {}});
+      if (pr.candidate.kind == CandidateKind::kCuda)
+        requests.push_back({pr.candidate.source, pr.candidate.name, {}});
   }
   const auto results = builder->BuildAll(requests);
   for (std::size_t i = 0; i < results.size(); ++i)

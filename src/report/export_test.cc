@@ -210,7 +210,8 @@ TEST(Export, HybridKoptImportsBindTheEmbeddedLoader) {
 // like any hybrid: its `import kopt as _kopt_lib` binds the embedded loader.
 TEST(Export, APlannedLibraryWithFusedTailExports) {
   TaskBundle b;
-  b.graph = ReadJsonFile(testing::SourceDir() / "tests/data/graphs/level2_02_conv2d_relu_biasadd.json");
+  b.graph =
+      ReadJsonFile(testing::SourceDir() / "tests/data/graphs/level2_02_conv2d_relu_biasadd.json");
   PlanInputs in;
   in.bundle = &b;
   in.task_stem = "02_conv2d_relu_biasadd";
@@ -219,13 +220,14 @@ TEST(Export, APlannedLibraryWithFusedTailExports) {
   for (const PlanOption& o : MakePlan(in).options)
     if (o.space == "library+fused") hybrid = o;
   ASSERT_TRUE(hybrid);
-  ExportRequest r = Request("export-planned-hybrid", CandidateKind::kHybrid, hybrid->candidate.source,
-                            hybrid->candidate.name);
+  ExportRequest r = Request("export-planned-hybrid", CandidateKind::kHybrid,
+                            hybrid->candidate.source, hybrid->candidate.name);
   r.task_source = in.task_source;
   ExportedFiles f = ExportCandidate(r);
   EXPECT_TRUE(f.embedded_loader);
   const std::string py = ReadTextFile(f.modelnew);
-  EXPECT_NE(py.find("_kopt_lib = _kopt_runtime  # kopt export: was `import kopt as _kopt_lib`"), std::string::npos)
+  EXPECT_NE(py.find("_kopt_lib = _kopt_runtime  # kopt export: was `import kopt as _kopt_lib`"),
+            std::string::npos)
       << py.substr(0, 400);
   EXPECT_NE(py.find("class ModelNew(Model):"), std::string::npos);
   ExpectCompiles(f.modelnew);

@@ -19,18 +19,20 @@ namespace {
 const std::set<std::string>& StructuralOps() {
   static const std::set<std::string> ops = {
       // allocation
-      "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "ones",
-      "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full", "scalar_tensor", "lift_fresh",
-      "lift_fresh_copy", "resize_", "resize_as_", "set_", "record_stream",
+      "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros",
+      "zeros_like", "ones", "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full",
+      "scalar_tensor", "lift_fresh", "lift_fresh_copy", "resize_", "resize_as_", "set_",
+      "record_stream",
       // fills
       "fill_", "zero_",
       // views and metadata
-      "alias", "detach", "detach_", "view", "_unsafe_view", "reshape", "_reshape_alias", "as_strided",
-      "as_strided_", "expand", "expand_as", "permute", "transpose", "transpose_", "t", "t_", "unsqueeze",
-      "unsqueeze_", "squeeze", "squeeze_", "flatten", "unflatten", "view_as", "narrow", "slice", "select",
-      "split", "split_with_sizes", "chunk", "unbind", "movedim", "diagonal", "unfold", "size", "stride",
-      "numel", "dim", "is_contiguous", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset",
-      "storage_offset", "is_pinned", "_local_scalar_dense", "item", "is_same_size", "is_nonzero",
+      "alias", "detach", "detach_", "view", "_unsafe_view", "reshape", "_reshape_alias",
+      "as_strided", "as_strided_", "expand", "expand_as", "permute", "transpose", "transpose_", "t",
+      "t_", "unsqueeze", "unsqueeze_", "squeeze", "squeeze_", "flatten", "unflatten", "view_as",
+      "narrow", "slice", "select", "split", "split_with_sizes", "chunk", "unbind", "movedim",
+      "diagonal", "unfold", "size", "stride", "numel", "dim", "is_contiguous", "sym_size",
+      "sym_stride", "sym_numel", "sym_storage_offset", "storage_offset", "is_pinned",
+      "_local_scalar_dense", "item", "is_same_size", "is_nonzero",
       // copies and conversions
       "contiguous", "clone", "copy_", "_copy_from", "_copy_from_and_resize", "_to_copy", "to",
       "_has_compatible_shallow_copy_type"};
@@ -46,18 +48,23 @@ Precision ParsePrecision(const std::string& s, const std::string& where) {
 
 bool IsIdentifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
 }
 
 std::vector<std::string> ParseDistributionList(const Json& value, const std::string& where) {
   if (!value.is_array())
-    throw Error(where + ": \"distributions\" must be a list such as [\"signed\", \"wide\"] (or [] for none).");
+    throw Error(
+        where +
+        ": \"distributions\" must be a list such as [\"signed\", \"wide\"] (or [] for none).");
   std::vector<std::string> out;
   for (const auto& v : value) {
     std::string name = v.is_string() ? v.get<std::string>() : v.dump();
     const auto& known = KnownDistributions();
     if (std::find(known.begin(), known.end(), name) == known.end())
-      throw Error(fmt::format("{}: \"{}\" is not an input distribution kopt knows (signed, wide).", where, name));
+      throw Error(fmt::format("{}: \"{}\" is not an input distribution kopt knows (signed, wide).",
+                              where, name));
     if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
   }
   return out;
@@ -92,16 +99,20 @@ Contract ContractFromJson(const Json& j, const std::string& where) {
   c.source = where;
   for (const auto& [key, value] : j.items()) {
     if (key == "precision") {
-      if (!value.is_string()) throw Error(where + ": \"precision\" must be a string (strict, tf32 or bf16).");
+      if (!value.is_string())
+        throw Error(where + ": \"precision\" must be a string (strict, tf32 or bf16).");
       c.precision = ParsePrecision(value.get<std::string>(), where);
     } else if (key == "torch_ops") {
       if (!value.is_boolean()) throw Error(where + ": \"torch_ops\" must be true or false.");
       c.torch_ops = value.get<bool>();
     } else if (key == "second_shape") {
       if (!value.is_object())
-        throw Error(where + ": \"second_shape\" must be an object of task globals, e.g. {\"batch_size\": 8193}.");
+        throw Error(
+            where +
+            ": \"second_shape\" must be an object of task globals, e.g. {\"batch_size\": 8193}.");
       for (const auto& [name, v] : value.items()) {
-        if (!IsIdentifier(name)) throw Error(fmt::format("{}: \"{}\" is not a Python name.", where, name));
+        if (!IsIdentifier(name))
+          throw Error(fmt::format("{}: \"{}\" is not a Python name.", where, name));
         if (!v.is_number_integer())
           throw Error(fmt::format("{}: second_shape.{} must be an integer.", where, name));
         c.second_shape[name] = v.get<long long>();
@@ -112,16 +123,20 @@ Contract ContractFromJson(const Json& j, const std::string& where) {
       else
         c.distributions = ParseDistributionList(value, where);
     } else if (key == "libraries") {
-      if (!value.is_array()) throw Error(where + ": \"libraries\" must be a list, e.g. [\"cublas\", \"cudnn\"].");
+      if (!value.is_array())
+        throw Error(where + ": \"libraries\" must be a list, e.g. [\"cublas\", \"cudnn\"].");
       c.libraries.clear();
       const auto known = Contract::KnownLibraries();
       for (const Json& l : value) {
-        if (!l.is_string() || std::find(known.begin(), known.end(), l.get<std::string>()) == known.end())
-          throw Error(fmt::format("{}: \"libraries\" may list only {}.", where, fmt::join(known, ", ")));
+        if (!l.is_string() ||
+            std::find(known.begin(), known.end(), l.get<std::string>()) == known.end())
+          throw Error(
+              fmt::format("{}: \"libraries\" may list only {}.", where, fmt::join(known, ", ")));
         c.libraries.push_back(l.get<std::string>());
       }
     } else if (key == "pre_transform_weights") {
-      if (!value.is_boolean()) throw Error(where + ": \"pre_transform_weights\" must be true or false.");
+      if (!value.is_boolean())
+        throw Error(where + ": \"pre_transform_weights\" must be true or false.");
       c.pre_transform_weights = value.get<bool>();
     } else if (key == "training") {
       if (!value.is_string()) throw Error(where + ": \"training\" must be a sentence (a string).");
@@ -130,14 +145,17 @@ Contract ContractFromJson(const Json& j, const std::string& where) {
       if (value.is_array())
         for (const Json& l : value)
           if (l.is_string()) c.inferred.push_back(l.get<std::string>());
-    } else if (key == "comment" || key == "source" || key == "distributions_checked" || key.rfind("_", 0) == 0) {
+    } else if (key == "comment" || key == "source" || key == "distributions_checked" ||
+               key.rfind("_", 0) == 0) {
       // Notes for people; "source" and "distributions_checked" are what
       // ToJson and a record add, so a saved contract reads back.
       // Notes for people.
     } else {
-      throw Error(fmt::format("{}: unknown contract field \"{}\" (known: precision, torch_ops, second_shape, distributions, "
-                              "libraries, pre_transform_weights, training).",
-                              where, key));
+      throw Error(
+          fmt::format("{}: unknown contract field \"{}\" (known: precision, torch_ops, "
+                      "second_shape, distributions, "
+                      "libraries, pre_transform_weights, training).",
+                      where, key));
     }
   }
   return c;
@@ -150,8 +168,8 @@ Contract LoadContract(const Task& task) {
 }
 
 bool ContractOverrides::Empty() const {
-  return file.empty() && precision.empty() && !forbid_torch_ops && !allow_torch_ops && second_shape.empty() &&
-         distributions.empty();
+  return file.empty() && precision.empty() && !forbid_torch_ops && !allow_torch_ops &&
+         second_shape.empty() && distributions.empty();
 }
 
 Contract ApplyOverrides(Contract c, const ContractOverrides& o) {
@@ -181,9 +199,10 @@ Contract ApplyOverrides(Contract c, const ContractOverrides& o) {
       }
     }
     if (!ok || used != value.size())
-      throw Error(fmt::format("--second-shape {}: give NAME=INTEGER, a module-level integer of the task file "
-                              "(e.g. batch_size=8193).",
-                              kv));
+      throw Error(fmt::format(
+          "--second-shape {}: give NAME=INTEGER, a module-level integer of the task file "
+          "(e.g. batch_size=8193).",
+          kv));
     c.second_shape[name] = v;
     changed = true;
   }
@@ -205,12 +224,14 @@ Contract ApplyOverrides(Contract c, const ContractOverrides& o) {
     }
     changed = true;
   }
-  if (changed) c.source = c.source == "default" ? "command line" : c.source + " and the command line";
+  if (changed)
+    c.source = c.source == "default" ? "command line" : c.source + " and the command line";
   return c;
 }
 
 Contract ResolveContract(const Task& task, const ContractOverrides& o) {
-  Contract base = o.file.empty() ? LoadContract(task) : ContractFromJson(ReadJsonFile(o.file), o.file);
+  Contract base =
+      o.file.empty() ? LoadContract(task) : ContractFromJson(ReadJsonFile(o.file), o.file);
   return ApplyOverrides(std::move(base), o);
 }
 
@@ -234,7 +255,8 @@ std::string DescribeContract(const Contract& c) {
   if (c.precision == Precision::kStrict) s += " (fp32)";
   if (c.precision == Precision::kTf32) s += " (TF32 matrix operands allowed)";
   if (c.precision == Precision::kBf16) s += " (bf16 matrix operands allowed)";
-  s += c.torch_ops ? "; torch operators allowed" : "; torch operators forbidden (allocation, views, copies only)";
+  s += c.torch_ops ? "; torch operators allowed"
+                   : "; torch operators forbidden (allocation, views, copies only)";
   if (!c.second_shape.empty()) {
     s += "; second shape";
     for (const auto& [k, v] : c.second_shape) s += fmt::format(" {}={}", k, v);
@@ -245,9 +267,11 @@ std::string DescribeContract(const Contract& c) {
     if (c.distributions->empty()) s += " only";
   }
   if (c.libraries != Contract::KnownLibraries())
-    s += c.libraries.empty() ? "; no library calls" : fmt::format("; libraries: {}", fmt::join(c.libraries, ", "));
+    s += c.libraries.empty() ? "; no library calls"
+                             : fmt::format("; libraries: {}", fmt::join(c.libraries, ", "));
   if (c.pre_transform_weights)
-    s += *c.pre_transform_weights ? "; weights may be pre-transformed once" : "; weights may not be pre-transformed";
+    s += *c.pre_transform_weights ? "; weights may be pre-transformed once"
+                                  : "; weights may not be pre-transformed";
   if (!c.training.empty()) s += "; training: " + c.training;
   if (c.source != "default") s += " (from " + c.source + ")";
   return s;
@@ -261,7 +285,8 @@ bool IsStructuralTorchOp(const std::string& aten_name) {
 }
 
 bool IsTorchOp(const std::string& name) {
-  return name.rfind("aten::", 0) == 0 || name.rfind("prims::", 0) == 0 || name.find("::") == std::string::npos;
+  return name.rfind("aten::", 0) == 0 || name.rfind("prims::", 0) == 0 ||
+         name.find("::") == std::string::npos;
 }
 
 }  // namespace kopt

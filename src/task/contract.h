@@ -52,7 +52,9 @@ struct Contract {
   /// Where it came from: "default", a file path, and/or "command line".
   std::string source = "default";
 
-  static std::vector<std::string> KnownLibraries() { return {"cublas", "cublaslt", "cudnn", "cutlass"}; }
+  static std::vector<std::string> KnownLibraries() {
+    return {"cublas", "cublaslt", "cudnn", "cutlass"};
+  }
 };
 
 /// `<task dir>/<task stem>.contract.json`: the optional file beside a task.
@@ -72,8 +74,8 @@ Contract LoadContract(const Task& task);
 
 /// What `kopt eval` / `kopt bench` options say about the contract.
 struct ContractOverrides {
-  std::string file;                       ///< a contract file used instead of the task's
-  std::string precision;                  ///< "" keeps the file's
+  std::string file;       ///< a contract file used instead of the task's
+  std::string precision;  ///< "" keeps the file's
   bool forbid_torch_ops = false;
   bool allow_torch_ops = false;
   std::vector<std::string> second_shape;  ///< NAME=VALUE, repeatable
