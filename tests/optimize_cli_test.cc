@@ -55,7 +55,8 @@ std::vector<std::string> OptimizeArgs(const fs::path& store, const std::string& 
 TEST(OptimizeCli, WithoutAGpuItShowsTheExpertsPlanFromTheMetaGraph) {
   if (testing::HaveGpu()) GTEST_SKIP() << "a GPU is visible: kopt optimize would search for real";
   if (!testing::HaveNvcc()) GTEST_SKIP() << "nvcc not found";
-  ProcessResult r = Kopt({"optimize", (testing::SourceDir() / "tasks/level1/04_softmax.py").string()});
+  ProcessResult r =
+      Kopt({"optimize", (testing::SourceDir() / "tasks/level1/04_softmax.py").string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("No CUDA GPU is visible on this machine"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("04_softmax: plan 1: fused row kernel [fused]"), std::string::npos) << r.out;

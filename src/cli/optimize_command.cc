@@ -123,9 +123,11 @@ int RunOffline(const OptimizeArgs& a, const std::vector<Task>& tasks) {
       if (r.ok() && r.body.contains("graph"))
         empty.graph = r.body.at("graph");
       else
-        fmt::print("{}: the op graph could not be recorded on the meta device ({}), so the plan has only shipped "
-                   "solutions.\n",
-                   task.name, r.message.empty() ? "the worker did not answer" : r.message);
+        fmt::print(
+            "{}: the op graph could not be recorded on the meta device ({}), so the plan has only "
+            "shipped "
+            "solutions.\n",
+            task.name, r.message.empty() ? "the worker did not answer" : r.message);
     }
     pc.bundle = &empty;
     pc.arch = ctx.arch;
@@ -414,11 +416,12 @@ void AddOptimizeCommand(CLI::App* app, int* exit_code) {
                               kDefaultTask));
   cmd->add_option("--from", args->from,
                   "Start from your own kernel (.cu or ModelNew .py): the root to beat");
-  cmd->add_option("--proposer", args->proposer,
-                  "Where candidates come from: expert (the planner's fused kernels, kernels/ "
-                  "templates and shipped solutions, then moves keyed to diagnoses and knob tuning), "
-                  "tune (the knobs of the task's shipped solution or --from), replay "
-                  "(--candidates files and folders)")
+  cmd->add_option(
+         "--proposer", args->proposer,
+         "Where candidates come from: expert (the planner's fused kernels, kernels/ "
+         "templates and shipped solutions, then moves keyed to diagnoses and knob tuning), "
+         "tune (the knobs of the task's shipped solution or --from), replay "
+         "(--candidates files and folders)")
       ->capture_default_str();
   cmd->add_option("--candidates", args->candidates,
                   "Files or folders of candidates for --proposer replay");

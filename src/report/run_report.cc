@@ -437,7 +437,8 @@ std::string TaskSection(const TaskView& t, int i) {
   std::string contract = "<p><b>Contract</b>: " + H(DescribeContract(t.record.contract)) + ".";
   if (!t.record.contract.inferred.empty()) {
     contract += " Inferred from the captured task:</p><ul>";
-    for (const std::string& line : t.record.contract.inferred) contract += "<li>" + H(line) + "</li>";
+    for (const std::string& line : t.record.contract.inferred)
+      contract += "<li>" + H(line) + "</li>";
     contract += "</ul>";
   } else {
     contract += "</p>";

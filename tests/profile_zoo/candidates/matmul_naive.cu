@@ -4,12 +4,12 @@
 // memory: L1-bound, far from the FFMA roof. Under the strict fp32 contract
 // the fix is tiling (shared memory + register blocking) or split-precision
 // 3xTF32, never plain TF32.
-#include <kopt/abi.h>
 #include <cuda_runtime.h>
+#include <kopt/abi.h>
 #include <stdint.h>
 
-__global__ void matmul_naive(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
-                             int m, int n, int k) {
+__global__ void matmul_naive(const float* __restrict__ a, const float* __restrict__ b,
+                             float* __restrict__ c, int m, int n, int k) {
   const int col = blockIdx.x * blockDim.x + threadIdx.x;
   const int row = blockIdx.y * blockDim.y + threadIdx.y;
   if (row >= m || col >= n) return;
@@ -18,7 +18,8 @@ __global__ void matmul_naive(const float* __restrict__ a, const float* __restric
   c[(int64_t)row * n + col] = acc;
 }
 
-extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, int n_out, kopt_stream stream) {
+extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, int n_out,
+                            kopt_stream stream) {
   if (n_in != 2 || n_out != 1) return 1;
   const kopt_tensor &A = in[0], &B = in[1];
   if (A.dtype != KOPT_FLOAT32 || B.dtype != KOPT_FLOAT32 || A.ndim != 2 || B.ndim != 2) return 2;
