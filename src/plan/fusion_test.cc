@@ -10,8 +10,8 @@
 #include <iostream>
 #include <map>
 
-#include "build/builder.h"
 #include "core/json.h"
+#include "plan/sm90a_builds_for_test.h"
 #include "testing/paths.h"
 
 namespace kopt {
@@ -92,17 +92,11 @@ TEST(Fusion, RowKernelPassesFollowTheirDependencies) {
 
 TEST(Fusion, EveryGeneratedKernelCompilesForSm90a) {
   if (!testing::HaveNvcc()) GTEST_SKIP() << "nvcc not found";
-  BuilderOptions options;
-  options.cache_dir = testing::ScratchDir("plan-nvcc");
-  options.include_dir = testing::SourceDir() / "include";
-  options.arch = "sm_90a";
-  options.jobs = 2;
-  auto builder = MakeNvccBuilder(options);
   std::vector<BuildRequest> requests;
   for (const auto& [name, r] : AllGraphs())
     if (r.kernel) requests.push_back({r.kernel->source, name, {}});
   ASSERT_GE(requests.size(), 10u);
-  const auto results = builder->BuildAll(requests);
+  const auto results = testing::BuildForSm90a("plan-nvcc", requests);
   for (std::size_t i = 0; i < results.size(); ++i)
     EXPECT_TRUE(results[i].ok) << requests[i].name << "\n"
                                << results[i].log << "\n"

@@ -9,9 +9,9 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "build/builder.h"
 #include "core/json.h"
 #include "plan/planner.h"
+#include "plan/sm90a_builds_for_test.h"
 #include "testing/paths.h"
 
 namespace kopt {
@@ -105,19 +105,13 @@ TEST(Hybrid, TheReplayedPrefixRunsAndKeepsTheModelsParameters) {
 
 TEST(Hybrid, TheFusedTailsCompileForSm90a) {
   if (!testing::HaveNvcc()) GTEST_SKIP() << "nvcc not found";
-  BuilderOptions options;
-  options.cache_dir = testing::ScratchDir("hybrid-nvcc");
-  options.include_dir = testing::SourceDir() / "include";
-  options.arch = "sm_90a";
-  options.jobs = 2;
-  auto builder = MakeNvccBuilder(options);
   std::vector<BuildRequest> requests;
   for (const std::string& stem : kLevel2) {
     const std::string src = LibraryOption("level2", stem)->option.candidate.source;
     const std::size_t b = src.find("CUDA_SOURCE = r\"\"\"") + 18;
     requests.push_back({src.substr(b, src.find("\"\"\"", b) - b), stem, {}});
   }
-  const auto results = builder->BuildAll(requests);
+  const auto results = testing::BuildForSm90a("hybrid-nvcc", requests);
   for (std::size_t i = 0; i < results.size(); ++i)
     EXPECT_TRUE(results[i].ok) << requests[i].name << "\n" << results[i].log;
 }

@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "build/builder.h"
 #include "core/json.h"
+#include "plan/sm90a_builds_for_test.h"
 #include "testing/paths.h"
 
 namespace kopt {
@@ -96,12 +96,6 @@ TEST(Planner, OffersTheFusedKernelFirstAndSaysWhyNotOtherwise) {
 
 TEST(Planner, EveryOptionCompilesForSm90a) {
   if (!testing::HaveNvcc()) GTEST_SKIP() << "nvcc not found";
-  BuilderOptions options;
-  options.cache_dir = testing::ScratchDir("plan-nvcc");
-  options.include_dir = testing::SourceDir() / "include";
-  options.arch = "sm_90a";
-  options.jobs = 2;
-  auto builder = MakeNvccBuilder(options);
   std::vector<BuildRequest> requests;
   for (const auto& e : fs::directory_iterator(testing::SourceDir() / "tests" / "data" / "graphs")) {
     if (e.path().extension() != ".json") continue;
@@ -109,7 +103,7 @@ TEST(Planner, EveryOptionCompilesForSm90a) {
       if (o.space == "template") requests.push_back({o.candidate.source, o.candidate.name, {}});
   }
   ASSERT_GE(requests.size(), 12u);
-  const auto results = builder->BuildAll(requests);
+  const auto results = testing::BuildForSm90a("plan-nvcc", requests);
   for (std::size_t i = 0; i < results.size(); ++i)
     EXPECT_TRUE(results[i].ok) << requests[i].name << "\n" << results[i].log;
 }
