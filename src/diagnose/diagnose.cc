@@ -274,6 +274,7 @@ DiagnosisReport DiagnoseProfile(const NcuReport& ncu, const StaticReport& static
   call.kernel_ms = kernel_ms_per_call;
   call.dram_bytes = dram_bytes_per_call;
   call.min_bytes = ctx.min_bytes;
+  call.latency_ms = ctx.latency_ms;
   call.flops = ctx.flops_by_precision;
   if (report.kernels.size() == 1) call.metrics = MergeLaunches(ncu);
   report.call = ClassifyRoofline(call, roofline);

@@ -18,12 +18,14 @@ namespace kopt {
 struct ProfileContext {
   DeviceInfo device;
   Ceilings ceilings;
-  int calls_profiled = 1;   ///< forward calls the ncu report covers
-  double time_ms = 0;       ///< measured per call (CUDA events); 0: unknown
-  double host_ms = 0;       ///< host clock per call; 0: unknown
-  double min_bytes = 0;     ///< TaskBundle::min_bytes
-  double flops = 0;         ///< TaskBundle::flops
-  double matrix_flops = 0;  ///< TaskBundle::matrix_flops
+  int calls_profiled = 1;  ///< forward calls the ncu report covers
+  double time_ms = 0;      ///< measured per call (CUDA events); 0: unknown
+  double host_ms = 0;      ///< host clock per call; 0: unknown
+  double min_bytes = 0;    ///< TaskBundle::min_bytes
+  double latency_ms =
+      0;             ///< TaskBundle::latency_stages x kStageLatencyMs: the call's latency floor
+  double flops = 0;  ///< TaskBundle::flops
+  double matrix_flops = 0;                           ///< TaskBundle::matrix_flops
   std::map<std::string, double> flops_by_precision;  ///< for the call's floor
   /// The contract's precision ("strict", "tf32", "bf16"; "" unknown) and the
   /// precision of the task's matrix work ("fp32", "fp16", "bf16"): what advice

@@ -34,6 +34,7 @@ Json ToJson(const ProfileContext& c) {
               {"time_ms", c.time_ms},
               {"host_ms", c.host_ms},
               {"min_bytes", c.min_bytes},
+              {"latency_ms", c.latency_ms},
               {"flops", c.flops},
               {"matrix_flops", c.matrix_flops},
               {"flops_by_precision", c.flops_by_precision},
@@ -49,6 +50,7 @@ ProfileContext ProfileContextFromJson(const Json& j) {
   c.time_ms = j.value("time_ms", 0.0);
   c.host_ms = j.value("host_ms", 0.0);
   c.min_bytes = j.value("min_bytes", 0.0);
+  c.latency_ms = j.value("latency_ms", 0.0);
   c.flops = j.value("flops", 0.0);
   c.matrix_flops = j.value("matrix_flops", 0.0);
   c.contract_precision = j.value("contract_precision", "");

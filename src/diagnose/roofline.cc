@@ -31,14 +31,22 @@ double RateFor(const std::string& precision, const Ceilings& c) {
 
 std::string BoundClassName(BoundClass c) {
   switch (c) {
-    case BoundClass::kMemoryDram: return "memory.dram";
-    case BoundClass::kMemoryL2: return "memory.l2";
-    case BoundClass::kMemoryL1Shared: return "memory.l1_shared";
-    case BoundClass::kComputeFp32: return "compute.fp32";
-    case BoundClass::kComputeTensor: return "compute.tensor";
-    case BoundClass::kLatency: return "latency";
-    case BoundClass::kLaunchHost: return "launch_host";
-    case BoundClass::kSmallGrid: return "small_grid";
+    case BoundClass::kMemoryDram:
+      return "memory.dram";
+    case BoundClass::kMemoryL2:
+      return "memory.l2";
+    case BoundClass::kMemoryL1Shared:
+      return "memory.l1_shared";
+    case BoundClass::kComputeFp32:
+      return "compute.fp32";
+    case BoundClass::kComputeTensor:
+      return "compute.tensor";
+    case BoundClass::kLatency:
+      return "latency";
+    case BoundClass::kLaunchHost:
+      return "launch_host";
+    case BoundClass::kSmallGrid:
+      return "small_grid";
   }
   return "latency";
 }
@@ -65,8 +73,8 @@ RooflineResult ClassifyRoofline(const RooflineInput& in, const RooflineThreshold
 
   // The floor: the larger of the bytes at bandwidth and the FLOPs at their rates.
   double bytes = in.min_bytes > 0 ? in.min_bytes : in.dram_bytes;
-  double memory_ms = in.ceilings.bandwidth_bytes_per_s > 0
-                         ? bytes / in.ceilings.bandwidth_bytes_per_s * 1e3 : 0;
+  double memory_ms =
+      in.ceilings.bandwidth_bytes_per_s > 0 ? bytes / in.ceilings.bandwidth_bytes_per_s * 1e3 : 0;
   double compute_ms = 0;
   for (const auto& [precision, flops] : in.flops) {
     double rate = RateFor(precision, in.ceilings);
@@ -74,6 +82,10 @@ RooflineResult ClassifyRoofline(const RooflineInput& in, const RooflineThreshold
   }
   r.floor_ms = std::max(memory_ms, compute_ms);
   r.floor_bound = compute_ms > memory_ms ? "compute" : "memory";
+  if (in.latency_ms > r.floor_ms) {  // a chain of dependent steps, a barrier each
+    r.floor_ms = in.latency_ms;
+    r.floor_bound = "latency";
+  }
   if (r.floor_ms > 0 && in.time_ms > 0) r.headroom = in.time_ms / r.floor_ms;
 
   // Utilization of each unit: ncu's SOL percentages, else achieved rates.
@@ -97,7 +109,8 @@ RooflineResult ClassifyRoofline(const RooflineInput& in, const RooflineThreshold
   const double busy_s = (in.kernel_ms > 0 ? in.kernel_ms : in.time_ms) / 1e3;
   if (in.min_bytes > in.l2_bytes && in.l2_bytes > 0 && busy_s > 0 &&
       in.ceilings.bandwidth_bytes_per_s > 0) {
-    double must_cross = 100 * (in.min_bytes - in.l2_bytes) / busy_s / in.ceilings.bandwidth_bytes_per_s;
+    double must_cross =
+        100 * (in.min_bytes - in.l2_bytes) / busy_s / in.ceilings.bandwidth_bytes_per_s;
     auto it = r.utilization.find("dram");
     if (it != r.utilization.end() && must_cross > it->second) {
       it->second = must_cross;
@@ -110,7 +123,8 @@ RooflineResult ClassifyRoofline(const RooflineInput& in, const RooflineThreshold
       double rate = RateFor(precision, in.ceilings);
       return it != in.flops.end() && rate > 0 ? 100 * it->second / time_s / rate : 0.0;
     };
-    if (!r.utilization.count("fp32") && in.flops.count("fp32")) r.utilization["fp32"] = achieved("fp32");
+    if (!r.utilization.count("fp32") && in.flops.count("fp32"))
+      r.utilization["fp32"] = achieved("fp32");
     // The HMMA-pipe counter does not see every tensor path (Hopper's
     // warpgroup MMA among them): the achieved rate against the measured
     // ceiling counts too, whichever is higher.
@@ -138,10 +152,11 @@ RooflineResult ClassifyRoofline(const RooflineInput& in, const RooflineThreshold
     return r;
   }
   // 3. The busiest unit at or above its threshold is the roof.
-  const std::pair<const char*, BoundClass> kUnits[] = {
-      {"dram", BoundClass::kMemoryDram},  {"l2", BoundClass::kMemoryL2},
-      {"l1_shared", BoundClass::kMemoryL1Shared}, {"fp32", BoundClass::kComputeFp32},
-      {"tensor", BoundClass::kComputeTensor}};
+  const std::pair<const char*, BoundClass> kUnits[] = {{"dram", BoundClass::kMemoryDram},
+                                                       {"l2", BoundClass::kMemoryL2},
+                                                       {"l1_shared", BoundClass::kMemoryL1Shared},
+                                                       {"fp32", BoundClass::kComputeFp32},
+                                                       {"tensor", BoundClass::kComputeTensor}};
   // DRAM traffic passes through L2, and on the H200 a streaming kernel shows
   // L2 throughput above DRAM throughput (a float4 copy: DRAM 75%, L2 90%).
   // L2 is the roof only when it carries much more than DRAM feeds it
@@ -165,22 +180,28 @@ RooflineResult ClassifyRoofline(const RooflineInput& in, const RooflineThreshold
   if (best && best_pct >= t.min_sol_pct) {
     r.explanation = fmt::format("{} runs at {:.0f}% of its peak", best, best_pct);
     if (r.dram_from_min_bytes && std::string(best) == "dram") {
-      r.explanation += " (counting the bytes the work must move through DRAM: ncu's counter misses "
-                       "writes L2 held past the kernels' ends)";
+      r.explanation +=
+          " (counting the bytes the work must move through DRAM: ncu's counter misses "
+          "writes L2 held past the kernels' ends)";
     }
     return r;
   }
   r.bound = BoundClass::kLatency;
-  r.explanation = best ? fmt::format("the busiest unit ({}) is at {:.0f}% of its peak: latency is "
-                                     "not hidden", best, best_pct)
+  r.explanation = best ? fmt::format(
+                             "the busiest unit ({}) is at {:.0f}% of its peak: latency is "
+                             "not hidden",
+                             best, best_pct)
                        : "no throughput figures: assuming latency-bound";
   return r;
 }
 
 Json ToJson(const RooflineResult& r) {
-  return Json{{"bound", BoundClassName(r.bound)}, {"floor_ms", r.floor_ms},
-              {"floor_bound", r.floor_bound},     {"headroom", r.headroom},
-              {"utilization", r.utilization},     {"explanation", r.explanation},
+  return Json{{"bound", BoundClassName(r.bound)},
+              {"floor_ms", r.floor_ms},
+              {"floor_bound", r.floor_bound},
+              {"headroom", r.headroom},
+              {"utilization", r.utilization},
+              {"explanation", r.explanation},
               {"dram_from_min_bytes", r.dram_from_min_bytes}};
 }
 

@@ -34,13 +34,14 @@ bool IsMemoryBound(BoundClass c);
 struct RooflineInput {
   Ceilings ceilings;
   int sm_count = 0;
-  double l2_bytes = 0;        ///< of the device's L2, what this work may keep out of DRAM; 0: unknown
-  double time_ms = 0;         ///< measured per call (CUDA events)
-  double kernel_ms = 0;       ///< sum of kernel durations per call (ncu or events); 0: unknown
-  double dram_bytes = 0;      ///< moved per call; 0: unknown
-  double min_bytes = 0;       ///< the floor's bytes (TaskBundle::min_bytes); 0: use dram_bytes
+  double l2_bytes = 0;    ///< of the device's L2, what this work may keep out of DRAM; 0: unknown
+  double time_ms = 0;     ///< measured per call (CUDA events)
+  double kernel_ms = 0;   ///< sum of kernel durations per call (ncu or events); 0: unknown
+  double dram_bytes = 0;  ///< moved per call; 0: unknown
+  double min_bytes = 0;   ///< the floor's bytes (TaskBundle::min_bytes); 0: use dram_bytes
+  double latency_ms = 0;  ///< the call's dependent steps at a barrier each (whole calls only)
   std::map<std::string, double> flops;  ///< by precision: fp32, tf32, bf16, fp16
-  Metrics metrics;            ///< ncu SOL percentages, waves, grid size (merged launches)
+  Metrics metrics;                      ///< ncu SOL percentages, waves, grid size (merged launches)
 };
 
 struct RooflineThresholds {
@@ -59,10 +60,10 @@ RooflineThresholds LoadRooflineThresholds(const std::filesystem::path& path);
 struct RooflineResult {
   BoundClass bound = BoundClass::kLatency;
   double floor_ms = 0;      ///< bytes at bandwidth vs FLOPs at rate, the larger
-  std::string floor_bound;  ///< "memory" or "compute" (which term set the floor)
+  std::string floor_bound;  ///< "memory", "compute" or "latency" (which term set the floor)
   double headroom = 0;      ///< time_ms / floor_ms (1 = at the floor); 0 when unknown
   std::map<std::string, double> utilization;  ///< unit -> percent of its peak
-  std::string explanation;  ///< one plain-English sentence
+  std::string explanation;                    ///< one plain-English sentence
   /// The DRAM utilization came from the bytes the work must move through
   /// DRAM (min_bytes beyond what L2 can hold), not from ncu's counter, which
   /// misses writes L2 holds past the kernel's end.

@@ -35,8 +35,8 @@ TEST(Roofline, DramBoundWithFloorAndHeadroom) {
   in.kernel_ms = 0.19;
   in.dram_bytes = 0.6e9;  // 600 MB in 0.2 ms = 3 TB/s = 75%
   in.min_bytes = 0.4e9;
-  in.metrics = {{metric::kDramThroughputPct, 86}, {metric::kL2ThroughputPct, 40},
-                {metric::kWaves, 12}};
+  in.metrics = {
+      {metric::kDramThroughputPct, 86}, {metric::kL2ThroughputPct, 40}, {metric::kWaves, 12}};
   RooflineResult r = ClassifyRoofline(in, RealThresholds());
   EXPECT_EQ(r.bound, BoundClass::kMemoryDram);
   EXPECT_EQ(BoundClassName(r.bound), "memory.dram");
@@ -57,8 +57,8 @@ TEST(Roofline, WritesHeldInL2DoNotMakeAStreamingCallL2Bound) {
   in.time_ms = 0.379;
   in.kernel_ms = 0.305;
   in.min_bytes = 1073741824;
-  in.metrics = {{metric::kDramThroughputPct, 38.4}, {metric::kL2ThroughputPct, 74.0},
-                {metric::kWaves, 31}};
+  in.metrics = {
+      {metric::kDramThroughputPct, 38.4}, {metric::kL2ThroughputPct, 74.0}, {metric::kWaves, 31}};
   RooflineResult r = ClassifyRoofline(in, RealThresholds());
   EXPECT_EQ(r.bound, BoundClass::kMemoryDram) << r.explanation;
   EXPECT_TRUE(r.dram_from_min_bytes);
@@ -103,12 +103,30 @@ TEST(Roofline, SharedMemoryBound) {
   EXPECT_EQ(ClassifyRoofline(in, RealThresholds()).bound, BoundClass::kMemoryL1Shared);
 }
 
+// A recurrence of 1024 dependent steps moving 8 MB: the bytes say 2 us, the
+// chain at 1 us a step says 1.024 ms, and the headroom is against the chain.
+TEST(Roofline, ADependentChainSetsTheFloorWhenItIsSlowerThanTheBytes) {
+  RooflineInput in = H200Input();
+  in.time_ms = 2.048;
+  in.kernel_ms = 2.0;
+  in.min_bytes = 8e6;
+  in.latency_ms = 1.024;
+  RooflineResult r = ClassifyRoofline(in, RealThresholds());
+  EXPECT_EQ(r.floor_bound, "latency");
+  EXPECT_DOUBLE_EQ(r.floor_ms, 1.024);
+  EXPECT_DOUBLE_EQ(r.headroom, 2.0);
+  in.latency_ms = 0.001;  // shorter than the bytes take: the memory term stands
+  EXPECT_EQ(ClassifyRoofline(in, RealThresholds()).floor_bound, "memory");
+}
+
 TEST(Roofline, LatencyWhenNothingIsBusy) {
   RooflineInput in = H200Input();
   in.time_ms = 1;
   in.kernel_ms = 0.95;
-  in.metrics = {{metric::kDramThroughputPct, 20}, {metric::kL2ThroughputPct, 25},
-                {metric::kFmaPipePct, 12}, {metric::kWaves, 4}};
+  in.metrics = {{metric::kDramThroughputPct, 20},
+                {metric::kL2ThroughputPct, 25},
+                {metric::kFmaPipePct, 12},
+                {metric::kWaves, 4}};
   EXPECT_EQ(ClassifyRoofline(in, RealThresholds()).bound, BoundClass::kLatency);
 }
 

@@ -49,6 +49,7 @@ ProfileData MakeProfileData(const Task& task, const TaskBundle& bundle, const Ca
     if (candidate.kind == CandidateKind::kHybrid) d.context.host_ms = m->host_ms.median;
   }
   d.context.min_bytes = bundle.min_bytes;
+  d.context.latency_ms = bundle.latency_stages * kStageLatencyMs;
   d.context.flops = bundle.flops;
   d.context.matrix_flops = bundle.matrix_flops;
   d.context.flops_by_precision = FlopsByPrecision(bundle);

@@ -216,4 +216,55 @@ std::optional<std::string> HybridSource(const OpGraph& g, std::size_t first, con
   return src;
 }
 
+std::string GraphedSource(const std::string& module_source, const std::string& eager_class) {
+  std::string src = module_source;
+  if (!src.empty() && src.back() != '\n') src += "\n";
+  src +=
+      "\n\n# ---- kopt: the forward captured in a CUDA graph per input signature, then replayed "
+      "----\nimport torch as _kopt_torch\n\n_KoptEager = " +
+      eager_class + "\n\n\n";
+  src += R"PY(class ModelNew(_KoptEager):
+    _kopt_max_graphs = 4
+
+    def forward(self, *args):
+        t = _kopt_torch
+        if (not args or not all(isinstance(a, t.Tensor) and a.is_cuda for a in args)
+                or t.cuda.is_current_stream_capturing()):
+            return super().forward(*args)
+        graphs = self.__dict__.setdefault("_kopt_graphs", {})
+        state = tuple(p.data_ptr() for p in self.parameters()) + tuple(
+            b.data_ptr() for b in self.buffers())
+        key = (tuple((tuple(a.shape), a.stride(), a.dtype, a.device) for a in args), state)
+        entry = graphs.get(key)
+        if entry is None:
+            entry = self._kopt_capture(args)
+            if len(graphs) >= self._kopt_max_graphs:
+                graphs.pop(next(iter(graphs)))
+            graphs[key] = entry
+        graph, static_in, static_out = entry
+        for s, a in zip(static_in, args):
+            s.copy_(a)
+        graph.replay()
+        if isinstance(static_out, t.Tensor):
+            return static_out.clone()
+        return type(static_out)(o.clone() if isinstance(o, t.Tensor) else o for o in static_out)
+
+    def _kopt_capture(self, args):
+        t = _kopt_torch
+        static_in = [a.clone() for a in args]
+        with t.no_grad():
+            side = t.cuda.Stream()
+            side.wait_stream(t.cuda.current_stream())
+            with t.cuda.stream(side):
+                for _ in range(2):  # lazy initialisation and autotuning stay out of the graph
+                    super().forward(*static_in)
+            t.cuda.current_stream().wait_stream(side)
+            graph = t.cuda.CUDAGraph()
+            with t.cuda.graph(graph):
+                static_out = super().forward(*static_in)
+        return graph, static_in, static_out
+)PY";
+  return src;
+}
+
 }  // namespace kopt

@@ -21,4 +21,16 @@ std::optional<std::string> HybridSource(const OpGraph& g, std::size_t first_tail
                                         const FusedKernel& tail, const std::string& task_source,
                                         std::string* why);
 
+/// A hybrid ModelNew that runs `eager_class`'s forward (the task's `Model`,
+/// or a ModelNew already defined in `module_source`) from a CUDA graph:
+/// captured once per input signature (shapes, strides, dtypes, devices and
+/// the parameters' storage) after two warm-up calls on a side stream, then
+/// replayed on the caller's stream. Inputs are copied into the graph's own
+/// buffers and outputs cloned out of them, so every call recomputes from its
+/// inputs and no two calls share an output. Calls it cannot graph
+/// (non-tensor or CPU arguments, a capture already running) run eagerly.
+/// For forwards that write no state: a replay repeats every in-place update,
+/// and the warm-up calls would add updates the reference never made.
+std::string GraphedSource(const std::string& module_source, const std::string& eager_class);
+
 }  // namespace kopt

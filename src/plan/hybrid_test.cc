@@ -103,6 +103,32 @@ TEST(Hybrid, TheReplayedPrefixRunsAndKeepsTheModelsParameters) {
   }
 }
 
+TEST(Hybrid, TheGraphedWrapperKeepsTheModelsParametersAndRunsEagerOffTheGpu) {
+  const char* py = std::getenv("KOPT_PYTHON");
+  const std::string python = py && *py ? py : "/usr/bin/python3";
+  if (std::system((python + " -c 'import torch' > /dev/null 2>&1").c_str()) != 0)
+    GTEST_SKIP() << "no python with torch";
+  const fs::path dir = testing::ScratchDir("graphed");
+  const fs::path task = testing::SourceDir() / "tasks" / "level3" / "01_mlp.py";
+  std::ofstream(dir / "graphed.py") << GraphedSource(ReadTextFile(task), "Model");
+  // CPU arguments take the eager path: same parameters, same outputs, and
+  // no graph is kept.
+  std::ofstream(dir / "check.py")
+      << "import runpy, sys, torch\n"
+         "m = runpy.run_path(sys.argv[1])\n"
+         "torch.manual_seed(0); new = m['ModelNew'](*m['get_init_inputs']())\n"
+         "torch.manual_seed(0); ref = m['Model'](*m['get_init_inputs']())\n"
+         "assert isinstance(new, m['Model'])\n"
+         "x = [t[:2] for t in m['get_inputs']()]\n"
+         "with torch.no_grad():\n"
+         "    assert torch.equal(new(*x), ref(*x))\n"
+         "assert not new.__dict__.get('_kopt_graphs')\n"
+         "print('ok')\n";
+  const std::string cmd = "cd " + dir.string() + " && " + python + " check.py graphed.py > " +
+                          (dir / "log").string() + " 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << ReadTextFile(dir / "log");
+}
+
 TEST(Hybrid, TheFusedTailsCompileForSm90a) {
   if (!testing::HaveNvcc()) GTEST_SKIP() << "nvcc not found";
   std::vector<BuildRequest> requests;

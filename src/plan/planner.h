@@ -8,6 +8,9 @@
 //   - "library+fused": when the whole graph cannot be one kernel, the ops
 //     before its longest fusable tail as PyTorch operators (cuBLAS, cuDNN)
 //     and the tail as one generated kernel, in a hybrid ModelNew;
+//   - "cuda-graph": when the reference is launch-bound and writes no state,
+//     the reference (and the library+fused hybrid) replayed from a CUDA
+//     graph captured per input signature (hybrid.h, GraphedSource);
 //   - "hand-written": the task's shipped solutions, when there are any.
 // Each option comes with the bytes it must move and a time estimate; the
 // expert proposer hands them to the search as the wide first level.
@@ -27,7 +30,7 @@
 namespace kopt {
 
 struct PlanOption {
-  std::string space;  ///< "fused", "library+fused", "template", "hand-written"
+  std::string space;  ///< "fused", "library+fused", "template", "cuda-graph", "hand-written"
   std::string label;  ///< short: "fused row kernel", "scan/scan_lastdim[KOPT_REVERSE=1]"
   std::string about;  ///< what it does and why it should pay, one sentence
   Candidate candidate;
@@ -50,6 +53,11 @@ struct PlanInputs {
 };
 
 Plan MakePlan(const PlanInputs& in);
+
+/// Why the forward cannot be replayed from a CUDA graph, or "" when it can: a
+/// replay repeats every state update (BatchNorm's running statistics, an
+/// in-place write to a parameter, buffer or input) and freezes random draws.
+std::string WhyNotGraphed(const OpGraph& g, const Contract& c);
 
 /// The template instantiations the graph matches (exposed for tests).
 std::vector<PlanOption> MatchTemplates(const OpGraph& g,

@@ -94,6 +94,64 @@ TEST(Planner, OffersTheFusedKernelFirstAndSaysWhyNotOtherwise) {
   EXPECT_EQ(Slots(PlanOf("level2_03_linear_dropout_mish_logsoftmax"), "gemm/gemm_3xtf32"), nullptr);
 }
 
+TEST(Planner, OffersACudaGraphReplayOnlyWhenTheReferenceIsLaunchBoundAndStateless) {
+  static const auto templates = LoadTemplates(testing::SourceDir() / "kernels");
+  auto plan = [&](const std::string& graph, const std::string& task, double eager, double busy,
+                  const std::string& training) {
+    TaskBundle b = BundleOf(graph);
+    b.eager_ms = SampleSummary{.n = 9, .median = eager};
+    b.kernels = {{"gemm", 3, busy * 0.8}, {"relu", 3, busy * 0.2}};
+    PlanInputs in;
+    in.bundle = &b;
+    in.task_stem = graph;
+    in.task_source = ReadTextFile(testing::SourceDir() / "tasks" / task);
+    in.contract.training = training;
+    in.templates = templates;
+    return MakePlan(in);
+  };
+  auto graphed = [](const Plan& p) {
+    std::vector<const PlanOption*> out;
+    for (const PlanOption& o : p.options)
+      if (o.space == "cuda-graph") out.push_back(&o);
+    return out;
+  };
+  auto said = [](const Plan& p, const std::string& what) {
+    for (const auto& n : p.notes)
+      if (n.find(what) != std::string::npos) return true;
+    return false;
+  };
+  // Six launches, the GPU busy 0.1 of 0.5 ms: a replay leads the plan, its
+  // estimate the busy time plus a stage latency per launch.
+  const Plan idle = plan("level3_01_mlp", "level3/01_mlp.py", 0.5, 0.1, "inference");
+  const auto g = graphed(idle);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(idle.options.front().space, "cuda-graph");
+  EXPECT_NEAR(g[0]->est_ms, 0.1 + 6 * kStageLatencyMs, 1e-9);
+  EXPECT_EQ(g[0]->candidate.kind, CandidateKind::kHybrid);
+  const std::string& src = g[0]->candidate.source;
+  EXPECT_NE(src.find("_KoptEager = Model"), std::string::npos);
+  EXPECT_NE(src.find("class ModelNew(_KoptEager):"), std::string::npos);
+  EXPECT_NE(src.find("class Model(nn.Module)"), std::string::npos);  // the task itself
+  // Busy 95% of the call: nothing to gain.
+  const Plan busy = plan("level3_01_mlp", "level3/01_mlp.py", 0.5, 0.475, "inference");
+  EXPECT_TRUE(graphed(busy).empty());
+  EXPECT_TRUE(said(busy, "not launch-bound"));
+  // A replay would repeat BatchNorm's running-statistics update.
+  const Plan bn = plan("level3_02_resnet_basic_block", "level3/02_resnet_basic_block.py", 0.5, 0.1,
+                       "batch statistics (BatchNorm in training mode ...)");
+  EXPECT_TRUE(graphed(bn).empty());
+  EXPECT_TRUE(said(bn, "running buffers"));
+  // A level-2 chain also gets the replay of its library+fused hybrid.
+  const Plan l2 = plan("level2_05_linear_sum_scale_gelu", "level2/05_linear_sum_scale_gelu.py", 0.5,
+                       0.1, "inference");
+  bool over_hybrid = false;
+  for (const PlanOption* o : graphed(l2))
+    over_hybrid =
+        over_hybrid || (o->detail.value("over", "") == "library+fused" &&
+                        o->candidate.source.find("_KoptEager = ModelNew") != std::string::npos);
+  EXPECT_TRUE(over_hybrid);
+}
+
 TEST(Planner, EveryOptionCompilesForSm90a) {
   if (!testing::HaveNvcc()) GTEST_SKIP() << "nvcc not found";
   std::vector<BuildRequest> requests;

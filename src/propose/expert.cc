@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/json.h"
+#include "plan/hybrid.h"
 #include "plan/planner.h"
 #include "propose/knobs.h"
 #include "propose/tuner.h"
@@ -65,6 +66,15 @@ class ExpertProposer : public Proposer {
     in.shipped = FindSolutions(context.task);
     in.templates = LoadTemplates(options_.kernels_dir);
     plan_ = MakePlan(in);
+    graph_why_not_ = !in.contract.torch_ops ? "the contract forbids PyTorch operators" : "";
+    if (graph_why_not_.empty() && context.bundle) {
+      try {
+        const auto g = OpGraphFromJson(context.bundle->graph);
+        graph_why_not_ = g ? WhyNotGraphed(*g, in.contract) : "no op graph was captured";
+      } catch (const std::exception&) {
+        graph_why_not_ = "the op graph could not be read";
+      }
+    }
     // The knob tuner refines whatever option the search picks (it reads each
     // parent's own knob lines); wide moves at the first two levels.
     TunerOptions to = options_.tuner;
@@ -140,7 +150,7 @@ class ExpertProposer : public Proposer {
         if (static_cast<int>(out.size()) >= n) break;
         for (const std::string& m : d.suggested_moves) {
           if (static_cast<int>(out.size()) >= n) break;
-          auto p = DiagnosisMove(parent, d, m);
+          auto p = m == "cuda_graph" ? GraphMove(parent, d) : DiagnosisMove(parent, d, m);
           if (p) out.push_back(std::move(*p));
         }
       }
@@ -159,6 +169,31 @@ class ExpertProposer : public Proposer {
   std::vector<std::string> Notes() const override { return notes_; }
 
  private:
+  /// A launch-bound hybrid (PyTorch operators with or without its own
+  /// kernels) replayed from a CUDA graph, when its forward writes no state.
+  std::optional<Proposal> GraphMove(const ParentView& parent, const Diagnosis& d) {
+    const Candidate& c = *parent.candidate;
+    if (c.kind != CandidateKind::kHybrid || !graph_why_not_.empty() ||
+        c.source.find("_KoptEager = ") != std::string::npos ||
+        c.source.find("class ModelNew") == std::string::npos)
+      return std::nullopt;
+    const std::string mv = fmt::format("replay from a CUDA graph (for {}: cuda_graph)", d.tool);
+    if (std::find(parent.tried_moves.begin(), parent.tried_moves.end(), mv) !=
+        parent.tried_moves.end())
+      return std::nullopt;
+    Proposal p;
+    p.parent = parent.node;
+    p.candidate = c;
+    p.candidate.source = GraphedSource(c.source, "ModelNew");
+    if (!seen_.insert(ContentHash({p.candidate.source})).second) return std::nullopt;
+    p.candidate.name = StemName(c.name) + "[cuda-graph]";
+    p.move = mv;
+    p.expected = Shorten(d.advice, 160);
+    p.proposer = Name();
+    p.detail = {{"space", "diagnosis"}, {"diagnosis", d.tool}, {"suggested_move", "cuda_graph"}};
+    return p;
+  }
+
   std::optional<Proposal> DiagnosisMove(const ParentView& parent, const Diagnosis& d,
                                         const std::string& move) {
     auto rules = moves_.find(move);
@@ -220,6 +255,7 @@ class ExpertProposer : public Proposer {
   std::set<std::string> seen_;
   std::vector<std::string> notes_;
   std::map<std::string, std::vector<MoveRule>> moves_;
+  std::string graph_why_not_;  ///< why no candidate may be replayed from a graph; "" when one may
   std::unique_ptr<Proposer> tuner_;
 };
 

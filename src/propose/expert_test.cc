@@ -85,6 +85,40 @@ TEST(Expert, ADiagnosisBecomesAKnobMoveThatNamesIt) {
   EXPECT_EQ(moves[2].candidate.name.rfind("04_softmax[", 0), 0u) << moves[2].candidate.name;
 }
 
+TEST(Expert, ALaunchBoundHybridIsReplayedFromACudaGraphUnlessItWritesState) {
+  auto graph_moves = [](const std::string& training) {
+    Fixture f = Context("level2", "05_linear_sum_scale_gelu");
+    f.ctx.bundle = &f.bundle;
+    f.ctx.contract.training = training;
+    auto p = MakeProposer("expert", Files());
+    p->Begin(f.ctx);
+    ParentView hybrid;
+    for (const Proposal& o : p->Propose(ParentView{}, 8))
+      if (o.detail.value("space", "") == "library+fused") {
+        hybrid.candidate = o.candidate;
+        hybrid.detail = o.detail;
+      }
+    EXPECT_TRUE(hybrid.candidate) << "the plan has a library+fused hybrid";
+    hybrid.node = 1;
+    hybrid.depth = 1;
+    Diagnosis d;
+    d.tool = "many_small_kernels";
+    d.call_gain = 0.5;
+    d.suggested_moves = {"fuse_kernels", "cuda_graph"};
+    hybrid.diagnoses = {d};
+    std::vector<Proposal> out;
+    for (Proposal& m : p->Propose(hybrid, 4))
+      if (m.detail.value("suggested_move", "") == "cuda_graph") out.push_back(std::move(m));
+    return out;
+  };
+  const auto moves = graph_moves("inference");
+  ASSERT_EQ(moves.size(), 1u);
+  EXPECT_EQ(moves[0].move, "replay from a CUDA graph (for many_small_kernels: cuda_graph)");
+  EXPECT_EQ(moves[0].candidate.kind, CandidateKind::kHybrid);
+  EXPECT_NE(moves[0].candidate.source.find("_KoptEager = ModelNew"), std::string::npos);
+  EXPECT_TRUE(graph_moves("batch statistics (BatchNorm in training mode ...)").empty());
+}
+
 TEST(Expert, WithoutAGraphItPlansTheShippedSolutionsAndSaysWhy) {
   Fixture f = Context("level1", "10_sum_dim");
   TaskBundle empty;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -94,6 +95,71 @@ double FloorMs(double min_bytes, double matrix_flops, double conv_flops, double 
   return 1e3 * std::max(memory_s, compute_s);
 }
 
+namespace {
+
+/// Time steps x layers of a recurrent op, from its input's shape and its
+/// arguments: aten::_cudnn_rnn(input, weights, stride0, weight_buf, hx, cx,
+/// mode, hidden, proj, num_layers, batch_first, ...) and aten::lstm/gru/
+/// rnn_tanh/rnn_relu(input, hx, params, has_biases, num_layers, dropout,
+/// train, bidirectional, batch_first). 1 when the arguments do not say.
+long long RecurrentSteps(const Json& node, const Json& values) {
+  const std::string op = node.value("op", "");
+  const std::string base = op.substr(op.find("::") == std::string::npos ? 0 : op.find("::") + 2);
+  const std::string name = base.substr(0, base.find('.'));
+  std::size_t layers_at = 0, batch_first_at = 0;
+  if (name == "_cudnn_rnn" || name == "miopen_rnn") {
+    layers_at = 9;
+    batch_first_at = 10;
+  } else if (name == "lstm" || name == "gru" || name == "rnn_tanh" || name == "rnn_relu") {
+    layers_at = 4;
+    batch_first_at = 8;
+  } else {
+    return 0;
+  }
+  const Json args = node.value("args", Json::array());
+  const Json ins = node.value("in", Json::array());
+  if (!args.is_array() || ins.empty() || !ins[0].is_number_integer()) return 1;
+  const std::string key = std::to_string(ins[0].get<long long>());
+  const Json* v = nullptr;
+  if (values.is_object() && values.contains(key)) v = &values[key];
+  if (values.is_array() && ins[0].get<std::size_t>() < values.size())
+    v = &values[ins[0].get<std::size_t>()];
+  if (!v || !v->is_object() || !v->contains("shape") || !(*v)["shape"].is_array()) return 1;
+  const Json& shape = (*v)["shape"];
+  if (shape.size() < 2) return 1;  // packed sequences: the steps are unknown
+  const bool batch_first = args.size() > batch_first_at && args[batch_first_at].is_boolean() &&
+                           args[batch_first_at].get<bool>();
+  const long long steps = shape[batch_first ? 1 : 0].get<long long>();
+  const long long layers = args.size() > layers_at && args[layers_at].is_number_integer()
+                               ? args[layers_at].get<long long>()
+                               : 1;
+  return std::max(1LL, steps) * std::max(1LL, layers);
+}
+
+}  // namespace
+
+int LatencyStages(const Json& graph) {
+  if (!graph.is_object() || !graph.contains("nodes") || !graph["nodes"].is_array()) return 0;
+  const Json values = graph.value("values", Json());
+  std::map<long long, long long> depth;  // value id -> dependent steps to make it
+  long long longest = 0;
+  for (const Json& n : graph["nodes"]) {
+    if (!n.is_object()) continue;
+    long long in_depth = 0;
+    for (const Json& v : n.value("in", Json::array()))
+      if (v.is_number_integer())
+        if (auto it = depth.find(v.get<long long>()); it != depth.end())
+          in_depth = std::max(in_depth, it->second);
+    long long own = RecurrentSteps(n, values);
+    if (own == 0) own = n.value("class", "") == "matrix" ? 1 : 0;
+    const long long d = in_depth + own;
+    for (const Json& v : n.value("out", Json::array()))
+      if (v.is_number_integer()) depth[v.get<long long>()] = d;
+    longest = std::max(longest, d);
+  }
+  return static_cast<int>(std::min<long long>(longest, 1 << 30));
+}
+
 std::string ComputeDtype(const TaskBundle& b) {
   std::string dtype = b.outputs.empty() ? "float32" : b.outputs[0].dtype;
   for (const auto& t : b.inputs)
@@ -180,6 +246,7 @@ Json ToJson(const TaskBundle& b) {
   j["floor_bound"] = b.floor_bound;
   j["hard_floor_ms"] = b.hard_floor_ms;
   j["conv_flops"] = b.conv_flops;
+  j["latency_stages"] = b.latency_stages;
   if (b.eager_ms) j["eager_ms"] = ToJson(*b.eager_ms);
   if (b.compile_ms) j["compile_ms"] = ToJson(*b.compile_ms);
   if (!b.compile_error.empty()) j["compile_error"] = b.compile_error;
@@ -220,6 +287,7 @@ TaskBundle BundleFromJson(const Json& j) {
   b.floor_bound = j.value("floor_bound", "");
   b.hard_floor_ms = j.value("hard_floor_ms", 0.0);
   b.conv_flops = j.value("conv_flops", 0.0);
+  b.latency_stages = j.value("latency_stages", 0);
   if (j.contains("eager_ms")) b.eager_ms = SampleSummaryFromJson(j["eager_ms"]);
   if (j.contains("compile_ms")) b.compile_ms = SampleSummaryFromJson(j["compile_ms"]);
   b.compile_error = j.value("compile_error", "");

@@ -89,12 +89,15 @@ struct TaskBundle {
   /// precision allows. A faster kernel changed the algorithm (fewer FLOPs,
   /// pre-transformed weights); that is allowed, so this is for headroom only.
   double floor_ms = 0;
-  std::string floor_bound;  ///< "memory" or "compute"
+  std::string floor_bound;  ///< "memory", "compute" or "latency"
   /// What no implementation can beat: the forward's tensor inputs read once
   /// and its outputs written once, at the measured bandwidth. Times below
   /// this are rejected as impossible.
   double hard_floor_ms = 0;
   double conv_flops = 0;  ///< cuDNN convolution and fused-RNN FLOPs (fp32 runs in TF32 by default)
+  /// Dependent steps no implementation can run concurrently (LatencyStages);
+  /// the floor is at least this many kStageLatencyMs.
+  int latency_stages = 0;
 
   std::optional<SampleSummary> eager_ms;
   std::optional<SampleSummary> compile_ms;
@@ -151,6 +154,19 @@ std::map<std::string, double> FlopsByPrecision(const TaskBundle& b);
 /// rate, as cuDNN runs them by default). `bound` receives which one won.
 double FloorMs(double min_bytes, double matrix_flops, double conv_flops, double other_flops,
                const std::string& dtype, const Ceilings& ceilings, std::string* bound);
+
+/// The least time one dependent step costs on a GPU: a grid-wide barrier
+/// (a persistent kernel's sync, or the gap between two kernels in a CUDA
+/// graph) is about a microsecond on Hopper-class parts.
+inline constexpr double kStageLatencyMs = 0.001;
+
+/// The longest chain of dependent steps in a captured op graph (the bundle's
+/// `graph` JSON): each matrix op (GEMM, convolution) needs all of its input
+/// before any output, so a chain of them cannot overlap; a recurrent layer
+/// (cuDNN RNN, aten lstm/gru/rnn) is one step per time step per layer.
+/// Elementwise ops and reductions fuse into their neighbours and add none.
+/// 0 for an empty or unreadable graph.
+int LatencyStages(const Json& graph);
 
 Json ToJson(const TaskBundle& b);
 TaskBundle BundleFromJson(const Json& j);

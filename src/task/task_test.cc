@@ -78,6 +78,26 @@ TEST(Bundle, FloorUsesTheFastestAllowedRate) {
   EXPECT_NEAR(FloorMs(1e6, 1e12, 1e12, 0, "float32", c, &bound), 1e3 / 400, 1e-9);
 }
 
+TEST(Bundle, LatencyStagesCountDependentMatrixOpsAndRecurrentSteps) {
+  // Three linear layers in a row: three dependent GEMMs; the activations and
+  // views between them add none.
+  const Json mlp = ReadJsonFile(testing::SourceDir() / "tests/data/graphs/level3_01_mlp.json");
+  EXPECT_EQ(LatencyStages(mlp), 3);
+  // Two GEMMs side by side on the same input, then an add: one step deep.
+  Json side = Json::parse(R"({"values": [{"shape": [4, 4]}, {"shape": [4, 4]}, {"shape": [4, 4]},
+    {"shape": [4, 4]}, {"shape": [4, 4]}], "nodes": [
+    {"op": "aten::mm", "class": "matrix", "in": [0, 1], "out": [2]},
+    {"op": "aten::mm", "class": "matrix", "in": [0, 1], "out": [3]},
+    {"op": "aten::add.Tensor", "class": "other", "in": [2, 3], "out": [4]}]})");
+  EXPECT_EQ(LatencyStages(side), 1);
+  // cuDNN's LSTM, batch first, 2 layers over 256 time steps: 512 steps.
+  Json rnn = Json::parse(R"({"values": [{"shape": [64, 256, 256]}, {"shape": [64, 256, 512]}],
+    "nodes": [{"op": "aten::_cudnn_rnn", "class": "matrix", "in": [0], "out": [1],
+    "args": [{"v": 0}, [], 4, null, null, null, 2, 512, 0, 2, true, 0.0, true, false, [], null]}]})");
+  EXPECT_EQ(LatencyStages(rnn), 512);
+  EXPECT_EQ(LatencyStages(Json::object()), 0);
+}
+
 }  // namespace
 }  // namespace kopt
 
