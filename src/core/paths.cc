@@ -27,4 +27,9 @@ fs::path DefaultRunStorePath(const fs::path& cache_dir) {
   return (cache_dir.empty() ? DefaultCacheDir() : cache_dir) / "runs.db";
 }
 
+fs::path DefaultMemoryPath(const fs::path& cache_dir) {
+  if (const char* p = Env("KOPT_MEMORY")) return p;
+  return (cache_dir.empty() ? DefaultCacheDir() : cache_dir) / "memory.db";
+}
+
 }  // namespace kopt

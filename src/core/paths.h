@@ -14,4 +14,8 @@ std::filesystem::path DefaultCacheDir();
 /// (empty: DefaultCacheDir()).
 std::filesystem::path DefaultRunStorePath(const std::filesystem::path& cache_dir = {});
 
+/// The knowledge base (long-term memory): `$KOPT_MEMORY` when set, else
+/// `memory.db` in `cache_dir` (empty: DefaultCacheDir()).
+std::filesystem::path DefaultMemoryPath(const std::filesystem::path& cache_dir = {});
+
 }  // namespace kopt

@@ -10,14 +10,14 @@ namespace kopt::sqlite {
 
 namespace fs = std::filesystem;
 
-Db::Db(fs::path path) : path_(std::move(path)) {
+Db::Db(fs::path path, std::string noun) : path_(std::move(path)), noun_(std::move(noun)) {
   std::error_code ec;
   if (path_.has_parent_path()) fs::create_directories(path_.parent_path(), ec);
   if (ec)
     throw Error(
-        fmt::format("Cannot create the folder {} for the run store ({}): "
-                    "check its permissions or put the store somewhere else.",
-                    path_.parent_path().string(), ec.message()));
+        fmt::format("Cannot create the folder {} for the {} ({}): "
+                    "check its permissions or put the file somewhere else.",
+                    path_.parent_path().string(), noun_, ec.message()));
   sqlite3* raw = nullptr;
   int rc =
       sqlite3_open_v2(path_.c_str(), &raw,
@@ -49,49 +49,49 @@ void Db::Fail(int rc, const char* what) const {
   switch (rc & 0xff) {
     case SQLITE_NOTADB:
       throw Error(
-          fmt::format("{} is not a kopt run store (not an SQLite database): "
+          fmt::format("{} is not a kopt {} (not an SQLite database): "
                       "move it aside or point kopt at another file.",
-                      file));
+                      file, noun_));
     case SQLITE_CORRUPT:
       Corrupt(msg);
     case SQLITE_FULL:
       throw Error(
-          fmt::format("The disk holding the run store {} is full: "
-                      "free some space, then resume the run.",
-                      file));
+          fmt::format("The disk holding the {} {} is full: "
+                      "free some space, then try again.",
+                      noun_, file));
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
       throw Error(
-          fmt::format("The run store {} stayed locked by another kopt for {} s: "
+          fmt::format("The {} {} stayed locked by another kopt for {} s: "
                       "wait for it to finish, or stop it, and try again.",
-                      file, kBusyTimeoutMs / 1000));
+                      noun_, file, kBusyTimeoutMs / 1000));
     case SQLITE_READONLY:
     case SQLITE_PERM:
     case SQLITE_CANTOPEN:
     case SQLITE_AUTH:
       throw Error(
-          fmt::format("Cannot open or write the run store {} ({}): "
+          fmt::format("Cannot open or write the {} {} ({}): "
                       "check the permissions of the file and its folder, or put the store "
                       "somewhere else.",
-                      file, msg));
+                      noun_, file, msg));
     case SQLITE_IOERR:
       throw Error(
-          fmt::format("Reading or writing the run store {} failed ({}): "
-                      "check the disk, then resume the run.",
-                      file, msg));
+          fmt::format("Reading or writing the {} {} failed ({}): "
+                      "check the disk, then try again.",
+                      noun_, file, msg));
     default:
       throw Error(
-          fmt::format("The run store {} failed in {} ({}): "
+          fmt::format("The {} {} failed in {} ({}): "
                       "this is a bug in kopt, please report it with the command you ran.",
-                      file, what, msg));
+                      noun_, file, what, msg));
   }
 }
 
 void Db::Corrupt(const std::string& why) const {
   throw Error(
-      fmt::format("The run store {} is corrupt ({}): "
+      fmt::format("The {} {} is corrupt ({}): "
                   "move it aside (kopt starts a new one) or restore a backup.",
-                  path_.string(), why));
+                  noun_, path_.string(), why));
 }
 
 Query::~Query() {

@@ -1,4 +1,4 @@
-// RAII over the SQLite C API for the run store: a connection with cached
+// RAII over the SQLite C API for the run store and the knowledge base: a connection with cached
 // prepared statements, one use of a statement, and a transaction. SQLite
 // errors become kopt::Error sentences that name the file and say what to do.
 #pragma once
@@ -23,8 +23,10 @@ inline constexpr int kBusyTimeoutMs = 10000;
 /// and extended result codes). Not thread-safe: its owner serializes calls.
 class Db {
  public:
-  /// Creates the folder and opens the file; throws kopt::Error when either fails.
-  explicit Db(std::filesystem::path path);
+  /// Creates the folder and opens the file; throws kopt::Error when either
+  /// fails. `noun` names the file in those sentences ("run store",
+  /// "knowledge base").
+  explicit Db(std::filesystem::path path, std::string noun = "run store");
 
   sqlite3* get() const { return db_.get(); }
   const std::filesystem::path& path() const { return path_; }
@@ -49,6 +51,7 @@ class Db {
   };
 
   std::filesystem::path path_;
+  std::string noun_;
   std::unique_ptr<sqlite3, Closer> db_;  // before the statements: they are finalized first
   std::map<const char*, std::unique_ptr<sqlite3_stmt, Finalizer>> statements_;
 };
