@@ -77,6 +77,18 @@ bool Retryable(CURLcode code) {
   }
 }
 
+// The user's no_proxy list plus loopback (CURLOPT_NOPROXY replaces the
+// variable, so both go in).
+std::string NoProxyList() {
+  std::string list = "localhost,127.0.0.1,::1";
+  for (const char* name : {"no_proxy", "NO_PROXY"})
+    if (const char* v = std::getenv(name); v && *v) {
+      list += ",";
+      list += v;
+    }
+  return list;
+}
+
 struct CurlDeleter {
   void operator()(CURL* c) const { curl_easy_cleanup(c); }
 };
@@ -121,6 +133,9 @@ HttpPostResult HttpPost(const HttpPostRequest& request,
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
   curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");  // whatever libcurl can decode
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  // Proxies from the environment apply, but never to a server on this machine.
+  std::string no_proxy = NoProxyList();
+  curl_easy_setopt(c, CURLOPT_NOPROXY, no_proxy.c_str());
 
   CURLcode code = curl_easy_perform(c);
   long status = 0;

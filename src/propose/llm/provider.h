@@ -98,7 +98,9 @@ struct LlmConfig {
   std::string api_key;   ///< never logged, stored or reported
   std::string command;   ///< exec: the command line
   std::chrono::milliseconds connect_timeout{10000};
-  std::chrono::milliseconds timeout{120000};  ///< one attempt, first byte to last
+  /// One attempt, from sending to the last byte: long enough for a local
+  /// model to stream max_tokens.
+  std::chrono::milliseconds timeout{300000};
   int max_retries = 4;
   double backoff_initial_s = 1.0;
   int max_in_flight = 4;
