@@ -509,6 +509,7 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
     }
     NodeEvent ev{index, &lt, &bundle, id, &n.proposal, &*n.record, objective, new_best, best};
     for (auto& cb : on_measurement) cb(ev);
+    proposer->Observe(id, n.proposal, rec.outcome);
     progress("", fmt::format("{}: {}", n.proposal.candidate.name,
                              OutcomeLine(rec.outcome).substr(0, 160)));
     return objective;

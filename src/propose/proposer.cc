@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "propose/expert.h"
+#include "propose/llm/llm_proposer.h"
 #include "propose/replay.h"
 #include "propose/tuner.h"
 
@@ -17,12 +18,13 @@ struct ProposerEntry {
   std::unique_ptr<Proposer> (*make)(const ProposerOptions& options);
 };
 
-// How to add a proposer: one line here (the `llm` proposer will join this
-// table), its factory in src/propose/<name>.h.
+// How to add a proposer: one line here, its factory in src/propose/<name>.h
+// (or <name>/<name>_proposer.h for a folder).
 const ProposerEntry kProposers[] = {
     {"expert", [](const ProposerOptions& o) { return MakeExpertProposer(o); }},
     {"tune", [](const ProposerOptions& o) { return MakeTuneProposer(o.tuner); }},
     {"replay", [](const ProposerOptions& o) { return MakeReplayProposer(o.replay_paths); }},
+    {"llm", [](const ProposerOptions& o) { return MakeLlmProposer(o); }},
 };
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "core/json.h"
 #include "core/outcome.h"
 #include "core/task.h"
+#include "propose/llm/provider.h"
 #include "task/bundle.h"
 #include "task/contract.h"
 
@@ -81,6 +82,12 @@ class Proposer {
   /// True when Propose reads ParentView::diagnoses: the loop then profiles
   /// each new best during the search (profile mode "auto"), not only the winner.
   virtual bool WantsDiagnoses() const { return false; }
+  /// Hears how each of its proposals turned out, after it was measured (or
+  /// failed), in order: a proposer that repairs failures or keeps a
+  /// trajectory reads it; the search never expands a failed node itself.
+  virtual void Observe(int node, const Proposal& proposal, const Outcome& outcome) {
+    (void)node, (void)proposal, (void)outcome;
+  }
 };
 
 /// Limits of the knob tuner ("tune"); the defaults are the ones `kopt
@@ -109,9 +116,25 @@ struct ProposerOptions {
   /// table (data/expert/moves.json); empty: none.
   std::filesystem::path kernels_dir;
   std::filesystem::path moves_file;
+  /// expert and llm: the knowledge base (long-term memory); empty db:
+  /// <cache_dir>/knowledge.db; curated entries from knowledge_dir (knowledge/).
+  std::filesystem::path knowledge_db;
+  std::filesystem::path knowledge_dir;
+  /// llm: how to reach the model (LlmConfigFromEnv fills what is left empty),
+  /// its prompt templates (data/llm/prompts/), a CUTLASS tree for its tools
+  /// (empty: the installed nvidia-cutlass package's, asked of `python`), the
+  /// cache folder (empty: DefaultCacheDir()), repairs per failed candidate and
+  /// tool-call rounds per request.
+  LlmConfig llm;
+  std::filesystem::path prompts_dir;
+  std::filesystem::path cutlass_dir;
+  std::filesystem::path cache_dir;
+  std::string python;
+  int repair_cap = 2;
+  int tool_rounds = 4;
 };
 
-/// "expert", "tune" or "replay"; throws kopt::Error naming the choices for any other
+/// "expert", "tune", "replay" or "llm"; throws kopt::Error naming the choices for any other
 /// name. How to add one: see the top of this file.
 std::unique_ptr<Proposer> MakeProposer(const std::string& name, const ProposerOptions& options);
 
