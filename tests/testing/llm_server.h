@@ -9,9 +9,9 @@
 //   EXPECT_EQ(server.requests().size(), 2u);       // what was sent, headers and body
 //
 // Each request takes the first scripted reply whose `match` occurs in the
-// request's last user message, else the first unmatched-kind reply (empty
-// `match`) in script order; a reply is served once. A request with no reply
-// left gets HTTP 400 {"error": {"message": "llm test server: ..."}}.
+// request's last user message, else the first reply without a `match`, in
+// script order; each reply is served once. A request with none left gets
+// HTTP 400 {"error": {"message": "llm test server: ..."}} (not retried).
 #pragma once
 
 #include <atomic>

@@ -27,6 +27,8 @@ struct LlmTool {
 struct LlmToolCall {
   std::string id;
   std::string name;
+  /// The parsed object; a JSON string holding the raw text when the model's
+  /// arguments were not JSON (for the caller to tell the model).
   Json arguments = Json::object();
 };
 
@@ -109,9 +111,13 @@ struct LlmConfig {
   double output_usd_per_mtok = 0;
 };
 
-/// Reads KOPT_LLM and the provider variables; flags given non-empty win.
+/// Reads KOPT_LLM, the provider variables and KOPT_LLM_COMMAND; flags given
+/// non-empty win (flags.model may be "provider:model" too). Throws
+/// kopt::Error, one sentence naming the variable to set, when the model, the
+/// key or the command is missing. docs/llm.md has the rules.
 LlmConfig LlmConfigFromEnv(LlmConfig flags);
 
+/// The provider `config.provider` names; throws kopt::Error for another name.
 std::unique_ptr<LlmProvider> MakeLlmProvider(const LlmConfig& config);
 
 }  // namespace kopt
