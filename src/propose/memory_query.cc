@@ -86,7 +86,7 @@ KnowledgeQuery MemoryQuery(const ProposeContext& context, const std::vector<Diag
 
 std::unique_ptr<KnowledgeBase> OpenProposerMemory(const ProposerOptions& o, std::string* why) {
   std::filesystem::path db = o.knowledge_db;
-  if (db.empty()) db = (o.cache_dir.empty() ? DefaultCacheDir() : o.cache_dir) / "knowledge.db";
+  if (db.empty()) db = DefaultMemoryPath(o.cache_dir);
   try {
     return OpenKnowledgeBase(db, o.knowledge_dir);
   } catch (const Error& e) {

@@ -25,7 +25,7 @@ std::string Bottleneck(const TaskBundle* bundle, const std::vector<Diagnosis>& d
 KnowledgeQuery MemoryQuery(const ProposeContext& context, const std::vector<Diagnosis>& diagnoses,
                            int limit = 5);
 
-/// The knowledge base of `options` (knowledge_db, else <cache>/knowledge.db;
+/// The knowledge base of `options` (knowledge_db, else DefaultMemoryPath;
 /// curated entries from knowledge_dir), or null with `*why` when it cannot
 /// be opened: a proposer works without memory rather than not at all.
 std::unique_ptr<KnowledgeBase> OpenProposerMemory(const ProposerOptions& options, std::string* why);

@@ -117,7 +117,7 @@ struct ProposerOptions {
   std::filesystem::path kernels_dir;
   std::filesystem::path moves_file;
   /// expert and llm: the knowledge base (long-term memory); empty db:
-  /// <cache_dir>/knowledge.db; curated entries from knowledge_dir (knowledge/).
+  /// DefaultMemoryPath(cache_dir); curated entries from knowledge_dir (knowledge/).
   std::filesystem::path knowledge_db;
   std::filesystem::path knowledge_dir;
   /// llm: how to reach the model (LlmConfigFromEnv fills what is left empty),
