@@ -131,7 +131,8 @@ TEST(CuratedKnowledge, RetrievalAnswersTypicalQuestions) {
   std::vector<std::string> strict =
       top({"gemm", "compute.fp32", "sm_90", "strict fp32 tf32 accuracy", 5}, 5);
   EXPECT_TRUE(has(strict, "3xtf32-split-precision")) << ::testing::PrintToString(strict);
-  std::vector<std::string> banks = top({"", "", "sm_90", "bank_conflicts shared memory", 3}, 3);
+  std::vector<std::string> banks =
+      top({"gemm", "memory.l1_shared", "sm_90", "bank_conflicts", 3}, 3);
   EXPECT_TRUE(has(banks, "shared-memory-bank-conflicts")) << ::testing::PrintToString(banks);
   std::vector<std::string> launch = top({"model", "launch_host", "", "many_small_kernels", 5}, 5);
   EXPECT_TRUE(has(launch, "cuda-graphs")) << ::testing::PrintToString(launch);

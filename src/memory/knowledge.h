@@ -82,9 +82,10 @@ class KnowledgeBase {
  public:
   virtual ~KnowledgeBase() = default;
   /// Best first: entries whose structured fields match the query (an empty
-  /// list in an entry matches anything), ranked by how specifically they
-  /// match (op class weighs most), then by FTS5 rank of `text` (entries that
-  /// match the text before those that do not), then by gain (learned).
+  /// list in an entry matches anything), ranked by how specifically their op
+  /// class and bottleneck match (op class weighs most), then by FTS5 rank of
+  /// `text` (entries that match the text before those that do not), then
+  /// those listing the query's arch, then by gain (learned); memory/retrieval.h.
   virtual std::vector<KnowledgeEntry> Retrieve(const KnowledgeQuery& query) = 0;
   virtual std::optional<KnowledgeEntry> Get(const std::string& id) = 0;
   virtual std::vector<KnowledgeEntry> List() = 0;

@@ -105,6 +105,29 @@ TEST(KnowledgeBase, StructuredMatchRanksAboveText) {
   EXPECT_EQ(Ids(kb->Search("gemm", 10)), std::vector<std::string>{"gemm-tiles"});  // by its tags
 }
 
+// An arch list says where a technique is available: without text it ranks
+// first, but a text match that runs anywhere comes before it.
+TEST(KnowledgeBase, ArchSpecificEntriesRankAfterTextBeforeWildcards) {
+  Fixture f;
+  std::string hopper = Md("Same", "[]", "[]", "multicast tiles");
+  hopper.replace(hopper.find("archs: []"), 9, "archs: [sm_90]");
+  WriteTextFileAtomic(f.knowledge / "hopper-only.md", hopper);
+  WriteTextFileAtomic(f.knowledge / "general.md", Md("Same", "[]", "[]", "multicast tiles"));
+  auto kb = f.Open();
+  KnowledgeQuery q;
+  q.arch = "sm_90a";
+  q.limit = 10;
+  EXPECT_EQ(Ids(kb->Retrieve(q)).front(), "hopper-only");
+  q.text = "bank conflicts";
+  EXPECT_EQ(Ids(kb->Retrieve(q)).front(), "anything");
+  q.text = "multicast";
+  EXPECT_EQ(Ids(kb->Retrieve(q)).size(), 6u);  // every entry, whatever the text
+  q.arch = "sm_80";
+  q.text = "multicast";
+  EXPECT_EQ(Ids(kb->Retrieve(q)).front(), "general");
+  for (const auto& id : Ids(kb->Retrieve(q))) EXPECT_NE(id, "hopper-only");
+}
+
 TEST(KnowledgeBase, HostileTextNeverReachesFts5Raw) {
   Fixture f;
   auto kb = f.Open();

@@ -41,13 +41,18 @@ bool ArchMatches(const std::string& entry, const std::string& query) {
   return base(entry) == base(query);
 }
 
-int StructuralScore(const KnowledgeEntry& e, const KnowledgeQuery& q) {
+StructuralMatch MatchStructure(const KnowledgeEntry& e, const KnowledgeQuery& q) {
   auto equal = [](const std::string& a, const std::string& b) { return a == b; };
   int op = FieldScore(e.op_classes, q.op_class, kOpClassWeight, equal);
   int bn = FieldScore(e.bottlenecks, q.bottleneck, kBottleneckWeight, BottleneckMatches);
-  int arch = FieldScore(e.archs, q.arch, kArchWeight, ArchMatches);
-  if (op < 0 || bn < 0 || arch < 0) return -1;
-  return op + bn + arch;
+  int arch = FieldScore(e.archs, q.arch, 1, ArchMatches);
+  StructuralMatch m;
+  m.excluded = op < 0 || bn < 0 || arch < 0;
+  if (!m.excluded) {
+    m.relevance = op + bn;
+    m.arch_specific = arch > 0;
+  }
+  return m;
 }
 
 std::string FtsMatchExpression(const std::string& text) {

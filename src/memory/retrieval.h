@@ -10,16 +10,24 @@ namespace kopt {
 
 /// Weights of a specific (not wildcard) match per field: the op class says
 /// most about whether a technique applies (a softmax trick for a softmax
-/// beats a generic memory-bound tip), the bottleneck next, the architecture
-/// least (most techniques carry across recent GPUs).
-inline constexpr int kOpClassWeight = 4;
-inline constexpr int kBottleneckWeight = 2;
-inline constexpr int kArchWeight = 1;
+/// beats a generic memory-bound tip), the bottleneck next.
+inline constexpr int kOpClassWeight = 2;
+inline constexpr int kBottleneckWeight = 1;
 
-/// How specifically `e` matches `q`: -1 when a field the query names is
-/// excluded by the entry's list; otherwise the sum of the weights of the
-/// fields the entry names and matches (an empty list, a wildcard, adds 0).
-int StructuralScore(const KnowledgeEntry& e, const KnowledgeQuery& q);
+/// How an entry's structured fields meet a query.
+struct StructuralMatch {
+  /// A field the query names is excluded by the entry's list.
+  bool excluded = false;
+  /// The sum of the weights of the fields the entry names and matches (an
+  /// empty list, a wildcard, adds 0): ranks before text.
+  int relevance = 0;
+  /// The entry lists the query's architecture. Ranks after text: an arch
+  /// list says where a technique is available (wgmma needs sm_90), not that
+  /// it is more to the point than a general one the text matches better.
+  bool arch_specific = false;
+};
+
+StructuralMatch MatchStructure(const KnowledgeEntry& e, const KnowledgeQuery& q);
 
 /// A roofline class and a family match each other ("memory" and
 /// "memory.dram"), as do equal names.

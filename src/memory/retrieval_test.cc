@@ -16,17 +16,27 @@ KnowledgeEntry Entry(std::vector<std::string> ops, std::vector<std::string> bns,
 
 TEST(Retrieval, SpecificMatchesOutrankWildcardsAndMismatchesAreExcluded) {
   KnowledgeQuery q{"softmax", "memory.dram", "sm_90a", "", 5};
-  EXPECT_EQ(StructuralScore(Entry({}, {}, {}), q), 0);
-  EXPECT_EQ(StructuralScore(Entry({"softmax"}, {}, {}), q), kOpClassWeight);
-  EXPECT_EQ(StructuralScore(Entry({"gemm", "softmax"}, {"memory"}, {"sm_90"}), q),
-            kOpClassWeight + kBottleneckWeight + kArchWeight);
-  EXPECT_EQ(StructuralScore(Entry({"gemm"}, {}, {}), q), -1);
-  EXPECT_EQ(StructuralScore(Entry({}, {"compute"}, {}), q), -1);
-  EXPECT_EQ(StructuralScore(Entry({}, {}, {"sm_80"}), q), -1);
+  auto relevance = [&](const KnowledgeEntry& e) {
+    StructuralMatch m = MatchStructure(e, q);
+    return m.excluded ? -1 : m.relevance;
+  };
+  EXPECT_EQ(relevance(Entry({}, {}, {})), 0);
+  EXPECT_EQ(relevance(Entry({"softmax"}, {}, {})), kOpClassWeight);
+  EXPECT_EQ(relevance(Entry({"gemm", "softmax"}, {"memory"}, {"sm_90"})),
+            kOpClassWeight + kBottleneckWeight);
+  EXPECT_TRUE(MatchStructure(Entry({}, {}, {"sm_90"}), q).arch_specific);
+  EXPECT_FALSE(MatchStructure(Entry({}, {}, {}), q).arch_specific);
+  EXPECT_EQ(relevance(Entry({"gemm"}, {}, {})), -1);
+  EXPECT_EQ(relevance(Entry({}, {"compute"}, {})), -1);
+  EXPECT_EQ(relevance(Entry({}, {}, {"sm_80"})), -1);
   // A query that names nothing matches everything equally.
-  EXPECT_EQ(StructuralScore(Entry({"gemm"}, {"compute.tensor"}, {"sm_90"}), KnowledgeQuery{}), 0);
-  // An op-class match weighs more than bottleneck and arch together.
-  EXPECT_GT(kOpClassWeight, kBottleneckWeight + kArchWeight);
+  StructuralMatch any =
+      MatchStructure(Entry({"gemm"}, {"compute.tensor"}, {"sm_90"}), KnowledgeQuery{});
+  EXPECT_FALSE(any.excluded);
+  EXPECT_EQ(any.relevance, 0);
+  EXPECT_FALSE(any.arch_specific);
+  // An op-class match weighs more than a bottleneck match.
+  EXPECT_GT(kOpClassWeight, kBottleneckWeight);
 }
 
 TEST(Retrieval, BottleneckFamiliesAndArchVariants) {

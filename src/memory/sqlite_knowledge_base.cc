@@ -158,21 +158,22 @@ class SqliteKnowledgeBase final : public KnowledgeBase {
   std::vector<KnowledgeEntry> Retrieve(const KnowledgeQuery& query) override {
     struct Ranked {
       KnowledgeEntry e;
-      int score;
+      StructuralMatch match;
       double rank;  // bm25: lower is better; +inf when the text does not match
     };
     std::map<std::string, double> text_rank = TextRanks(query.text, -1);
     std::vector<Ranked> ranked;
     for (KnowledgeEntry& e : All()) {
-      int score = StructuralScore(e, query);
-      if (score < 0) continue;
+      StructuralMatch match = MatchStructure(e, query);
+      if (match.excluded) continue;
       auto it = text_rank.find(e.id);
       double rank = it == text_rank.end() ? std::numeric_limits<double>::infinity() : it->second;
-      ranked.push_back({std::move(e), score, rank});
+      ranked.push_back({std::move(e), match, rank});
     }
     std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
-      if (a.score != b.score) return a.score > b.score;
+      if (a.match.relevance != b.match.relevance) return a.match.relevance > b.match.relevance;
       if (a.rank != b.rank) return a.rank < b.rank;
+      if (a.match.arch_specific != b.match.arch_specific) return a.match.arch_specific;
       if (a.e.gain != b.e.gain) return a.e.gain > b.e.gain;
       return a.e.id < b.e.id;
     });

@@ -68,7 +68,9 @@ TEST(Trajectory, SummaryFitsAnyBudgetInWholeLines) {
       EXPECT_EQ(s, full);
       continue;
     }
-    if (budget >= 4) ASSERT_FALSE(s.empty()) << budget;
+    if (budget >= 4) {
+      ASSERT_FALSE(s.empty()) << budget;
+    }
     if (s.empty()) continue;
     ASSERT_EQ(s.back(), '\n');
     // Every line but the last is a whole line of the full summary; the last says what was left out.
