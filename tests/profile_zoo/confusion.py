@@ -32,9 +32,11 @@ def entry_result(path):
     for k in rep.get("kernels", []):
         for d in k.get("diagnoses", []):
             (fired if d["severity"] in FIRING else info).add(d["tool"])
+    # The call's class (README: expect_class); a one-kernel call is judged
+    # by its kernel's class, which carries the kernel's own counters.
     cls = rep["call"]["bound"]
-    if cls != "launch_host" and rep.get("kernels"):
-        cls = rep["kernels"][0]["roofline"]["bound"]  # the kernel taking the most time
+    if cls != "launch_host" and len(rep.get("kernels", [])) == 1:
+        cls = rep["kernels"][0]["roofline"]["bound"]
     return cls, fired, info - fired, j.get("tier_seconds", {})
 
 
