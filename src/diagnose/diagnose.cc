@@ -107,7 +107,8 @@ std::optional<Diagnosis> FarFromFloor(const DiagnosisReport& r,
 std::optional<Diagnosis> ExcessTraffic(const DiagnosisReport& r,
                                        const std::map<std::string, Metrics>& metrics_of,
                                        double calls, double call_ms, double min_bytes,
-                                       double dram_bytes, const Thresholds& t) {
+                                       double dram_bytes, double kernel_ms,
+                                       double bandwidth_bytes_per_s, const Thresholds& t) {
   const char* kTool = "excess_traffic";
   if (r.kernels.size() < 2 || min_bytes <= 0 || dram_bytes <= 0 || call_ms <= 0)
     return std::nullopt;
@@ -132,7 +133,16 @@ std::optional<Diagnosis> ExcessTraffic(const DiagnosisReport& r,
   Diagnosis d;
   d.tool = kTool;
   d.kernel = "(call)";
-  d.estimated_gain = std::min(t.Get(kTool, "max_gain"), memory_share * (1 - 1 / over));
+  // What the excess bytes cost: at least their time at the measured DRAM
+  // bandwidth (kernels that wait on memory latency rather than at the roof
+  // are not classified memory-bound, yet their bytes still take that long),
+  // and never more than the kernels' time.
+  double at_bandwidth = bandwidth_bytes_per_s > 0
+                            ? (dram_bytes - min_bytes) / bandwidth_bytes_per_s * 1e3 / call_ms
+                            : 0;
+  at_bandwidth = std::min(at_bandwidth, kernel_ms / call_ms);
+  d.estimated_gain =
+      std::min(t.Get(kTool, "max_gain"), std::max(memory_share * (1 - 1 / over), at_bandwidth));
   d.call_gain = d.estimated_gain;
   d.severity = t.Severity(d.estimated_gain);
   d.evidence["dram_bytes_per_call"] = dram_bytes;
@@ -155,6 +165,41 @@ std::optional<Diagnosis> ExcessTraffic(const DiagnosisReport& r,
       over, dram_bytes / 1e6, min_bytes / 1e6, r.kernels.size(),
       most.empty() ? "" : "; the most in ", most, (dram_bytes - min_bytes) / 1e6);
   d.suggested_moves = {"fuse_passes", "keep_intermediates_on_chip", "single_pass_algorithm"};
+  // Library kernels around the elementwise ones say which fusion: an
+  // epilogue on the matrix kernel, and channels-last instead of converting.
+  auto lower = [](std::string x) {
+    for (char& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return x;
+  };
+  std::string matrix;
+  int conversions = 0, elementwise = 0;
+  for (const auto& k : r.kernels) {
+    std::string n = lower(k.kernel.substr(0, k.kernel.find('(')));
+    if (n.find("nchwtonhwc") != std::string::npos || n.find("nhwctonchw") != std::string::npos) {
+      conversions += k.launches;
+    } else if (n.find("elementwise") != std::string::npos) {
+      elementwise += k.launches;
+    } else if (matrix.empty() &&
+               (n.find("gemm") != std::string::npos || n.find("conv") != std::string::npos ||
+                n.find("xmma") != std::string::npos || n.find("cutlass") != std::string::npos)) {
+      matrix = BaseName(k.kernel);
+    }
+  }
+  if (!matrix.empty() && elementwise > 0) {
+    d.advice += fmt::format(
+        " The {} elementwise launch(es) around {} belong in its epilogue (bias, activation, scale "
+        "applied in registers before the store: a cuBLASLt or CUTLASS epilogue, cuDNN's fused "
+        "convolution-bias-activation).",
+        elementwise, matrix);
+    d.suggested_moves.push_back("epilogue_fusion");
+  }
+  if (conversions > 0) {
+    d.advice += fmt::format(
+        " {} launch(es) convert between NCHW and NHWC: run the convolution channels-last end to "
+        "end (inputs and weights in torch.channels_last) so the conversions disappear.",
+        conversions);
+    d.suggested_moves.push_back("channels_last");
+  }
   return d;
 }
 
@@ -313,7 +358,7 @@ DiagnosisReport DiagnoseProfile(const NcuReport& ncu, const StaticReport& static
     SortByCallGain(&k.diagnoses);
   }
   if (auto d = ExcessTraffic(report, metrics_of, calls, call_ms, ctx.min_bytes, dram_bytes_per_call,
-                             thresholds))
+                             kernel_ms_per_call, ctx.ceilings.bandwidth_bytes_per_s, thresholds))
     report.call_diagnoses.push_back(*d);
   if (auto d = FarFromFloor(report, metrics_of, calls, call_ms, thresholds))
     report.call_diagnoses.push_back(*d);

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <algorithm>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -234,6 +235,85 @@ TEST(DiagnoseProfile, ExcessTrafficAcrossKernelsNamesTheFusion) {
   }
   // One kernel moving what the task needs: nothing to fuse.
   for (const auto& x : RankedDiagnoses(call(1))) EXPECT_NE(x.tool, "excess_traffic");
+}
+
+// Kernels that wait on memory latency (DRAM at 50%, so not classified
+// memory-bound) still pay for the excess bytes they move: the gain is at
+// least those bytes' time at the measured bandwidth (the zoo's nine-kernel
+// LayerNorm got 20% from the memory-bound share alone, at 5.9x the bytes).
+TEST(DiagnoseProfile, ExcessTrafficGainCountsTheExcessBytesAtTheMeasuredBandwidth) {
+  fs::path root = testing::SourceDir();
+  Thresholds t = LoadThresholds(root / "data/diagnose/thresholds.json");
+  RooflineThresholds rt = LoadRooflineThresholds(root / "data/diagnose/roofline.json");
+  NcuReport ncu;
+  for (int i = 0; i < 3; ++i) {
+    NcuKernel k;
+    k.name = fmt::format("norm_step{}(float const*, float*)", i);
+    k.metrics[metric::kDuration] = 0.2e6;   // 0.2 ms
+    k.metrics[metric::kDramBytes] = 4.0e8;  // 400 MB: 2 TB/s, half the roof
+    k.metrics[metric::kDramThroughputPct] = 50;
+    k.metrics[metric::kL2ThroughputPct] = 35;
+    k.metrics[metric::kSmThroughputPct] = 15;
+    ncu.kernels.push_back(k);
+  }
+  ProfileContext ctx;
+  ctx.device.sm_count = 132;
+  ctx.ceilings.bandwidth_bytes_per_s = 4.0e12;
+  ctx.ceilings.fp32_flops_per_s = 60e12;
+  ctx.time_ms = 0.6;
+  ctx.min_bytes = 4.0e8;
+  DiagnosisReport r = DiagnoseProfile(ncu, StaticReport{}, ctx, BuiltinTools(), t, rt);
+  std::optional<Diagnosis> excess;
+  for (const auto& d : r.call_diagnoses)
+    if (d.tool == "excess_traffic") excess = d;
+  ASSERT_TRUE(excess);
+  for (const auto& k : r.kernels) EXPECT_FALSE(IsMemoryBound(k.roofline.bound)) << k.kernel;
+  // 800 MB of excess at 4 TB/s is 0.2 ms of the 0.6 ms call.
+  EXPECT_NEAR(excess->CallGain(), 1.0 / 3, 0.01);
+}
+
+// A convolution with its bias and ReLU as separate elementwise launches and
+// layout conversions around it: the fusion named is the convolution's
+// epilogue, and channels-last instead of converting.
+TEST(DiagnoseProfile, ExcessTrafficAroundALibraryKernelNamesItsEpilogueAndChannelsLast) {
+  fs::path root = testing::SourceDir();
+  Thresholds t = LoadThresholds(root / "data/diagnose/thresholds.json");
+  RooflineThresholds rt = LoadRooflineThresholds(root / "data/diagnose/roofline.json");
+  NcuReport ncu;
+  for (const char* name :
+       {"void cudnn::nchwToNhwcKernel<float, float, float>(cudnn::nchw2nhwc_params_t<float>)",
+        "sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nhwc(Params)",
+        "void cudnn::nhwcToNchwKernel<float, float, float>(cudnn::nhwc2nchw_params_t<float>)",
+        "void at::elementwise_kernel<128, 2, add>(int, T3)",
+        "void at::vectorized_elementwise_kernel<4, clamp>(int, T2, T3)"}) {
+    NcuKernel k;
+    k.name = name;
+    k.metrics[metric::kDuration] = 0.1e6;
+    k.metrics[metric::kDramBytes] = 3.0e8;
+    k.metrics[metric::kDramThroughputPct] = 75;
+    k.metrics[metric::kSmThroughputPct] = 20;
+    ncu.kernels.push_back(k);
+  }
+  ProfileContext ctx;
+  ctx.device.sm_count = 132;
+  ctx.ceilings.bandwidth_bytes_per_s = 4.0e12;
+  ctx.ceilings.fp32_flops_per_s = 60e12;
+  ctx.time_ms = 0.5;
+  ctx.min_bytes = 3.0e8;
+  DiagnosisReport r = DiagnoseProfile(ncu, StaticReport{}, ctx, BuiltinTools(), t, rt);
+  std::optional<Diagnosis> excess;
+  for (const auto& d : r.call_diagnoses)
+    if (d.tool == "excess_traffic") excess = d;
+  ASSERT_TRUE(excess);
+  EXPECT_NE(excess->advice.find("2 elementwise launch(es) around sm90_xmma_fprop"),
+            std::string::npos)
+      << excess->advice;
+  EXPECT_NE(excess->advice.find("epilogue"), std::string::npos) << excess->advice;
+  EXPECT_NE(excess->advice.find("2 launch(es) convert between NCHW and NHWC"), std::string::npos)
+      << excess->advice;
+  EXPECT_NE(
+      std::find(excess->suggested_moves.begin(), excess->suggested_moves.end(), "channels_last"),
+      excess->suggested_moves.end());
 }
 
 TEST(Tiers, EveryMetricIsOneKoptAsksForAndTier2AddsOnlyNewOnes) {

@@ -99,7 +99,11 @@ TEST(GpuEval, ALaunchBoundModelIsReplayedFromACudaGraphAndVerifies) {
   EvalOptions opt;
   opt.verify_timeout_s = 60;
   opt.timing["max_seconds"] = 1.0;
-  Outcome o = ev.Evaluate(task, bundle, first.candidate, opt).outcome;
+  // Hybrids load from a file, as the loop writes them (Tuner's ensure_path).
+  Candidate graphed = first.candidate;
+  graphed.path = cache / "deep_mlp_graphed.py";
+  WriteTextFileAtomic(graphed.path, graphed.source);
+  Outcome o = ev.Evaluate(task, bundle, graphed, opt).outcome;
   ASSERT_TRUE(std::holds_alternative<Measured>(o)) << OutcomeLine(o);
   const auto& m = std::get<Measured>(o);
   ASSERT_TRUE(SpeedupVsEager(m, bundle));
