@@ -1,6 +1,7 @@
 // `kopt optimize TASK...`: search for a faster verified implementation of
 // each task within a budget, live progress, a final table, a durable run.
 #include <csignal>
+#include <cstdlib>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -9,9 +10,12 @@
 #include "cli/context.h"
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/paths.h"
 #include "diagnose/analysis_tool.h"
+#include "loop/learned_wins.h"
 #include "loop/tuner.h"
 #include "propose/knobs.h"
+#include "propose/memory_query.h"
 #include "report/progress.h"
 #include "report/table.h"
 #include "run/replay_runner.h"
@@ -51,6 +55,13 @@ struct OptimizeArgs {
   /// Options given on the command line that a resumed run takes from the
   /// store instead (filled by the command's callback).
   std::vector<std::string> ignored_on_resume;
+  // --proposer llm
+  std::string llm;  ///< provider:model
+  std::string llm_base_url;
+  std::string llm_command;
+  std::string cutlass;
+  std::string memory;  ///< the knowledge base (default DefaultMemoryPath)
+  int llm_repairs = 2;
 };
 
 constexpr const char* kDefaultBudget = "10m";
@@ -84,6 +95,33 @@ ProposerOptions ExpertFiles(const fs::path& repo_root) {
   ProposerOptions po;
   po.kernels_dir = repo_root / "kernels";
   po.moves_file = repo_root / "data" / "expert" / "moves.json";
+  po.knowledge_dir = repo_root / "knowledge";
+  po.prompts_dir = repo_root / "data" / "llm" / "prompts";
+  return po;
+}
+
+/// The proposers' files and the LLM's settings from the command line. For
+/// --proposer llm, says in one sentence what to set when no model is
+/// configured (the key itself only ever comes from the environment).
+ProposerOptions ProposerFiles(const OptimizeArgs& a, const fs::path& repo_root,
+                              const fs::path& cache) {
+  ProposerOptions po = ExpertFiles(repo_root);
+  po.cache_dir = cache;
+  po.knowledge_db = a.memory.empty() ? DefaultMemoryPath(cache) : fs::path(a.memory);
+  po.llm.model = a.llm;
+  po.llm.base_url = a.llm_base_url;
+  po.llm.command = a.llm_command;
+  po.cutlass_dir = a.cutlass;
+  po.python = PythonFor(a.common);
+  po.repair_cap = a.llm_repairs;
+  if (a.proposer == "llm") {
+    const char* env = std::getenv("KOPT_LLM");
+    if (a.llm.empty() && a.llm_command.empty() && (!env || !*env))
+      throw Error(
+          "--proposer llm needs a model: set KOPT_LLM and OPENAI_API_KEY, or pass --llm "
+          "provider:model (with --llm-base-url for a local server, or --llm-command).");
+    LlmConfigFromEnv(po.llm);  // a bad setting is reported now, not after capture
+  }
   return po;
 }
 
@@ -112,7 +150,7 @@ int RunOffline(const OptimizeArgs& a, const std::vector<Task>& tasks) {
   int failures = 0;
   for (const Task& task : tasks) {
     std::unique_ptr<Proposer> p;
-    ProposerOptions po = ExpertFiles(ctx.repo_root);
+    ProposerOptions po = ProposerFiles(a, ctx.repo_root, ctx.cache_dir);
     for (const auto& c : a.candidates) po.replay_paths.push_back(c);
     p = MakeProposer(a.proposer, po);
     ProposeContext pc;
@@ -289,11 +327,12 @@ int RunOptimize(const OptimizeArgs& a) {
                   " where a GPU is, or replay it with --replay.");
     return RunOffline(a, tasks);
   }
+  ProposerOptions proposer_options = ProposerFiles(a, FindRepoRoot(), cache);
   auto store = MakeSqliteRunStore(store_path);
 
   LoopOptions o;
   o.proposer = a.proposer;
-  o.proposer_options = ExpertFiles(FindRepoRoot());
+  o.proposer_options = proposer_options;
   for (const auto& c : a.candidates) o.proposer_options.replay_paths.push_back(fs::absolute(c));
   o.search = a.search.empty() ? (a.proposer == "replay" ? "sweep" : "mcts") : a.search;
   o.objective = ParseObjective(a.objective);
@@ -395,6 +434,16 @@ int RunOptimize(const OptimizeArgs& a) {
   std::signal(SIGINT, SIG_DFL);
   display.Finish();
   PrintResult(r, store_path);
+  // Long-term memory learns from the run's verified, measured wins.
+  std::string why;
+  if (auto kb = OpenProposerMemory(proposer_options, &why)) {
+    LearnedSummary learned = AdmitLearnedWins(*store, r.run_id, kb.get());
+    if (learned.offered > 0)
+      fmt::print("memory     {} of {} win(s) over their parent admitted to {}\n", learned.admitted,
+                 learned.offered, proposer_options.knowledge_db.string());
+  } else {
+    fmt::print("memory     nothing learned: {}\n", why);
+  }
   if (!a.json_out.empty()) {
     WriteJsonFileAtomic(a.json_out, ResultJson(r));
     fmt::print("wrote {}\n", a.json_out);
@@ -421,7 +470,7 @@ void AddOptimizeCommand(CLI::App* app, int* exit_code) {
          "Where candidates come from: expert (the planner's fused kernels, kernels/ "
          "templates and shipped solutions, then moves keyed to diagnoses and knob tuning), "
          "tune (the knobs of the task's shipped solution or --from), replay "
-         "(--candidates files and folders)")
+         "(--candidates files and folders), llm (a model writes them: --llm)")
       ->capture_default_str();
   cmd->add_option("--candidates", args->candidates,
                   "Files or folders of candidates for --proposer replay");
@@ -478,6 +527,24 @@ void AddOptimizeCommand(CLI::App* app, int* exit_code) {
                   "Nodes per task profiled during the search (the winner's profile is extra)")
       ->check(CLI::Range(0, 100))
       ->capture_default_str();
+  cmd->add_option("--llm", args->llm,
+                  "--proposer llm: the model as provider:model (openai:gpt-4.1, "
+                  "anthropic:claude-sonnet-4-5; default $KOPT_LLM); keys come from "
+                  "OPENAI_API_KEY / ANTHROPIC_API_KEY only");
+  cmd->add_option("--llm-base-url", args->llm_base_url,
+                  "--proposer llm: the endpoint (e.g. http://127.0.0.1:8000/v1 for vLLM)");
+  cmd->add_option("--llm-command", args->llm_command,
+                  "--proposer llm: a command that reads a request on stdin (provider exec)");
+  cmd->add_option("--llm-repairs", args->llm_repairs,
+                  "--proposer llm: repairs asked for per failed candidate")
+      ->check(CLI::Range(0, 10))
+      ->capture_default_str();
+  cmd->add_option("--cutlass", args->cutlass,
+                  "--proposer llm: a CUTLASS tree the model may search (default: the installed "
+                  "nvidia-cutlass package's)");
+  cmd->add_option("--memory", args->memory,
+                  "The knowledge base the proposers read and the run's wins go to (default "
+                  "$KOPT_MEMORY, else <cache>/memory.db)");
   cmd->add_flag("!--no-compile", args->compile,
                 "Skip the torch.compile baseline (it takes a while to compile)");
   AddContractOptions(cmd, &args->contract);
