@@ -16,5 +16,6 @@ void AddExportCommand(CLI::App* app, int* exit_code);
 void AddBuildCommand(CLI::App* app, int* exit_code);
 void AddRunsCommand(CLI::App* app, int* exit_code);
 void AddShowCommand(CLI::App* app, int* exit_code);
+void AddMemoryCommand(CLI::App* app, int* exit_code);
 
 }  // namespace kopt

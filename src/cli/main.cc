@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   kopt::AddBuildCommand(&app, &exit_code);
   kopt::AddRunsCommand(&app, &exit_code);
   kopt::AddShowCommand(&app, &exit_code);
+  kopt::AddMemoryCommand(&app, &exit_code);
   app.footer(
       "\nExamples:\n"
       "  kopt bench tasks/                                   run the suite: baselines, floors, "
