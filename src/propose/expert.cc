@@ -4,6 +4,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "core/hash.h"
@@ -11,6 +12,7 @@
 #include "plan/hybrid.h"
 #include "plan/planner.h"
 #include "propose/knobs.h"
+#include "propose/memory_query.h"
 #include "propose/tuner.h"
 #include "task/task_loader.h"
 
@@ -109,6 +111,23 @@ class ExpertProposer : public Proposer {
     for (const auto& n : plan_.notes) notes_.push_back("plan: " + n);
     if (moves_.empty())
       notes_.push_back("no diagnosis-to-move table was found, so moves come from the tuner only");
+    // Long-term memory: which entries match this task (what an expert would
+    // recall before starting); the LLM proposer puts them in its prompts.
+    if (!options_.knowledge_db.empty()) {
+      std::string why;
+      if (auto kb = OpenProposerMemory(options_, &why)) {
+        try {
+          std::vector<std::string> ids;
+          for (const KnowledgeEntry& e : kb->Retrieve(MemoryQuery(context, {}, 3)))
+            ids.push_back(e.origin == "learned" ? fmt::format("{} ({:.2f}x)", e.id, e.gain) : e.id);
+          if (!ids.empty()) notes_.push_back("memory: " + fmt::format("{}", fmt::join(ids, ", ")));
+        } catch (const Error& e) {
+          notes_.push_back(std::string("memory: ") + e.what());
+        }
+      } else {
+        notes_.push_back("memory: " + why);
+      }
+    }
   }
 
   std::optional<Proposal> Root() override {

@@ -137,6 +137,27 @@ TEST(LlmProposer, ThePromptCarriesDiagnosesAndMemoryAndTheDetailRecordsIt) {
   EXPECT_FALSE(Has(det.dump(), "dummy-key"));
 }
 
+TEST(ExpertProposer, ItsNotesNameTheMemoryEntriesThatMatchTheTask) {
+  Fixture f;
+  {
+    auto kb = OpenKnowledgeBase(f.options.knowledge_db, "");
+    KnowledgeEntry e;
+    e.id = "vectorized-loads";
+    e.title = "float4 loads";
+    e.technique = "Load 16 bytes per thread.";
+    e.applies_when = "memory-bound kernels";
+    e.expected_effect = "up to 1.3x";
+    e.pitfalls = "alignment";
+    kb->Put(e);
+  }
+  f.options.moves_file = testing::SourceDir() / "data/expert/moves.json";
+  auto p = MakeProposer("expert", f.options);
+  p->Begin(f.ctx);
+  std::string notes;
+  for (const auto& n : p->Notes()) notes += n + "\n";
+  EXPECT_TRUE(Has(notes, "memory: vectorized-loads")) << notes;
+}
+
 TEST(LlmProposer, AMoveAlreadyMadeFromTheParentIsNotTakenAgain) {
   Fixture f;
   f.server.Script(
