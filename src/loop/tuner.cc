@@ -364,10 +364,6 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
     return res;
   }
 
-  // The run's budget, shared: this task gets an equal part of what is left.
-  BudgetSpent start = budget->Spent();
-  BudgetLimits share = Share(options_.budget, start, count - index);
-
   // Capture (a resumed task keeps the bundle it was searched against, and
   // the contract it was held to, inferences included).
   TaskBundle bundle;
@@ -405,6 +401,14 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
   }
   res.bundle = bundle;
   store_->SetTaskStatus(run_id, index, TaskStatus::kRunning);
+
+  // The run's budget, shared: this task's search gets an equal part of what
+  // is left once it is captured. Capture and baselines are a fixed cost of
+  // every task (the run's wall clock counts them); were they inside the
+  // share, a run of many tasks would spend each share before its first
+  // candidate.
+  BudgetSpent start = budget->Spent();
+  BudgetLimits share = Share(options_.budget, start, count - index);
 
   // The proposer and the search.
   std::unique_ptr<Proposer> proposer;
