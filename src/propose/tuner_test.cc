@@ -365,13 +365,13 @@ TEST(Tuner, NothingToTuneIsAnError) {
 }
 
 TEST(Proposers, FactoryNamesTheChoices) {
-  EXPECT_EQ(ProposerNames(), (std::vector<std::string>{"expert", "tune", "replay"}));
+  EXPECT_EQ(ProposerNames(), (std::vector<std::string>{"expert", "tune", "replay", "llm"}));
   try {
     MakeProposer("magic", {});
     FAIL() << "expected kopt::Error";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
-              "there is no proposer named \"magic\": choose one of expert, tune, replay.");
+              "there is no proposer named \"magic\": choose one of expert, tune, replay, llm.");
   }
 }
 
