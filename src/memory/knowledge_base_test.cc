@@ -5,12 +5,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <thread>
 
 #include "core/error.h"
 #include "core/json.h"
 #include "core/paths.h"
 #include "memory/admission.h"
 #include "memory/knowledge.h"
+#include "store/sqlite_db.h"
 #include "testing/paths.h"
 
 namespace kopt {
@@ -323,6 +325,53 @@ TEST(KnowledgeBase, ErrorsAreOneSentenceThatSaysWhatToDo) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("not a kopt knowledge base"), std::string::npos)
         << e.what();
+  }
+}
+
+TEST(KnowledgeBase, RefusesOtherDatabasesAndNewerSchemas) {
+  Fixture f;
+  auto message = [](const fs::path& db) {
+    try {
+      OpenKnowledgeBase(db, {});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("opened");
+  };
+  {
+    sqlite::Db other(f.dir / "other.db");
+    other.Exec("CREATE TABLE runs (id TEXT)", "test");
+  }
+  EXPECT_NE(message(f.dir / "other.db").find("holds another database"), std::string::npos);
+  f.Open();
+  {
+    sqlite::Db db(f.db);
+    db.Exec("PRAGMA user_version = 99", "test");
+  }
+  std::string newer = message(f.db);
+  EXPECT_NE(newer.find("written by a newer kopt (schema 99"), std::string::npos) << newer;
+}
+
+// Several kopt processes may open a new knowledge base at once (parallel
+// optimize runs): each finds the schema and the curated entries, none fails.
+TEST(KnowledgeBase, ConcurrentFirstOpensAgree) {
+  Fixture f;
+  constexpr int kOpeners = 16;
+  std::vector<std::string> errors(kOpeners);
+  std::vector<std::size_t> sizes(kOpeners);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kOpeners; ++i)
+    threads.emplace_back([&, i] {
+      try {
+        sizes[i] = f.Open()->List().size();
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kOpeners; ++i) {
+    EXPECT_EQ(errors[i], "");
+    EXPECT_EQ(sizes[i], 4u);
   }
 }
 

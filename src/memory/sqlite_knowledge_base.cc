@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "core/error.h"
 #include "core/hash.h"
@@ -24,6 +26,7 @@ using sqlite::Query;
 using sqlite::Transaction;
 
 constexpr int kSchemaVersion = 1;
+constexpr int kWalRetryMs = 5;
 constexpr int kApplicationId = 0x6b6d656d;  // "kmem"
 
 // Lists and provenance are JSON text. `source` is the curated file an entry
@@ -97,7 +100,7 @@ std::string Tags(const KnowledgeEntry& e) {
 class SqliteKnowledgeBase final : public KnowledgeBase {
  public:
   explicit SqliteKnowledgeBase(const fs::path& path) : db_(path, "knowledge base") {
-    db_.Exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;", "configure");
+    UseWriteAheadLog();
     EnsureSchema();
   }
 
@@ -249,12 +252,34 @@ class SqliteKnowledgeBase final : public KnowledgeBase {
   }
 
  private:
-  void EnsureSchema() {
-    long long version = 0;
-    {
-      Query q(db_, "PRAGMA user_version");
-      if (q.Step()) version = q.Int(0);
+  // WAL, so readers never block a writer. Switching a new file to WAL takes
+  // an exclusive lock for a moment, and SQLite answers SQLITE_BUSY at once
+  // (without its busy handler) when another connection holds one: two kopt
+  // processes opening a new file together would fail, so wait here instead.
+  // A file system without WAL support keeps its rollback journal, which
+  // serves the knowledge base too.
+  void UseWriteAheadLog() {
+    for (int waited_ms = 0;; waited_ms += kWalRetryMs) {
+      int rc = sqlite3_exec(db_.get(), "PRAGMA journal_mode = WAL", nullptr, nullptr, nullptr);
+      if (rc == SQLITE_OK) break;
+      if ((rc & 0xff) != SQLITE_BUSY || waited_ms >= sqlite::kBusyTimeoutMs)
+        db_.Fail(rc, "set the journal mode");
+      std::this_thread::sleep_for(std::chrono::milliseconds(kWalRetryMs));
     }
+    db_.Exec("PRAGMA synchronous = NORMAL", "set the synchronous mode");
+  }
+
+  long long SchemaVersion() {
+    Query q(db_, "PRAGMA user_version");
+    return q.Step() ? q.Int(0) : 0;
+  }
+
+  void EnsureSchema() {
+    if (SchemaVersion() == kSchemaVersion) return;
+    // Another kopt may be creating the file at this moment: decide under the
+    // write lock, so the second one finds the schema instead of racing it.
+    Transaction t(db_, true);
+    long long version = SchemaVersion();
     if (version == kSchemaVersion) return;
     if (version > kSchemaVersion)
       throw Error(fmt::format(
@@ -271,7 +296,6 @@ class SqliteKnowledgeBase final : public KnowledgeBase {
           "{} holds another database, not a kopt knowledge base: set KOPT_MEMORY (or --db) to "
           "another file.",
           db_.path().string()));
-    Transaction t(db_, true);
     db_.Exec(kSchema, "create the schema");
     db_.Exec(fmt::format("PRAGMA user_version = {}; PRAGMA application_id = {};", kSchemaVersion,
                          kApplicationId)
