@@ -628,3 +628,36 @@ TEST(Objective, SearchTimeIsCorrectedForTheWorkersDriftWithinABound) {
 
 }  // namespace
 }  // namespace kopt
+
+namespace kopt {
+namespace {
+
+// The auto profile mode: a candidate near its floor is not profiled (the
+// profile would only name the roof), nor a new best during the search when
+// the task's share cannot pay for the profile twice; a candidate far from its
+// floor with time left is.
+TEST(AutoProfile, SkipsCandidatesAtTheirRoofAndSearchProfilesTheShareCannotPay) {
+  TaskBundle bundle;
+  bundle.floor_ms = 0.1;
+  Measured near, far;
+  near.time_ms.median = 0.11;  // 91% of the floor
+  far.time_ms.median = 0.5;    // 20%
+  auto at_roof = SkipAutoProfile(near, bundle, /*searching=*/false, 100, 0);
+  ASSERT_TRUE(at_roof);
+  EXPECT_NE(at_roof->find("at 91% of its floor"), std::string::npos) << *at_roof;
+  EXPECT_FALSE(SkipAutoProfile(far, bundle, true, 100, 0));
+  // 30 s left, the default 20 s cost: not enough for a search profile; the
+  // winner's explanation does not depend on the share.
+  auto short_share = SkipAutoProfile(far, bundle, true, 30, 0);
+  ASSERT_TRUE(short_share);
+  EXPECT_NE(short_share->find("a profile takes about 20 s"), std::string::npos) << *short_share;
+  EXPECT_FALSE(SkipAutoProfile(far, bundle, false, 30, 0));
+  // The run's measured profile cost replaces the default.
+  EXPECT_FALSE(SkipAutoProfile(far, bundle, true, 30, 12));
+  // Without a floor, only the share decides.
+  bundle.floor_ms = 0;
+  EXPECT_FALSE(SkipAutoProfile(near, bundle, true, 100, 0));
+}
+
+}  // namespace
+}  // namespace kopt

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <deque>
 #include <future>
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
@@ -59,6 +60,34 @@ bool ShareSpent(const BudgetSpent& now, const BudgetSpent& start, const BudgetLi
     return true;
   return false;
 }
+
+// Seconds left of a task's wall share (infinite when wall is not limited).
+double RemainingWallS(const BudgetSpent& now, const BudgetSpent& start, const BudgetLimits& share) {
+  if (share.wall_s <= 0) return std::numeric_limits<double>::infinity();
+  return share.wall_s - (now.wall_s - start.wall_s);
+}
+
+}  // namespace
+
+std::optional<std::string> SkipAutoProfile(const Measured& m, const TaskBundle& bundle,
+                                           bool searching, double share_left_s,
+                                           double mean_profile_s) {
+  if (bundle.floor_ms > 0 && m.time_ms.median > 0) {
+    double fraction = bundle.floor_ms / m.time_ms.median;
+    if (fraction >= kAutoProfileNearFloor)
+      return fmt::format(
+          "at {:.0f}% of its floor, nothing a diagnosis suggests could gain much (kopt profile "
+          "explains it on demand)",
+          100 * fraction);
+  }
+  double cost_s = mean_profile_s > 0 ? mean_profile_s : kAutoProfileCostS;
+  if (searching && share_left_s < 2 * cost_s)
+    return fmt::format("{:.0f} s of the task's budget left, a profile takes about {:.0f} s",
+                       std::max(0.0, share_left_s), cost_s);
+  return std::nullopt;
+}
+
+namespace {
 
 // An equal share of what is left for each of the `left` tasks still to run.
 BudgetLimits Share(const BudgetLimits& limits, const BudgetSpent& spent, int left) {
@@ -273,6 +302,7 @@ LoopResult Tuner::Execute(const std::string& run_id, const std::vector<LoopTask>
   double t0 = NowS();
   gpu_busy_s_ = 0;
   profile_s_ = 0;
+  profiles_run_ = 0;
   LoopResult result;
   result.run_id = run_id;
   result.limits = options_.budget;
@@ -524,12 +554,22 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
   bool profile_during_search =
       options_.profile == ProfileMode::kBest ||
       (options_.profile == ProfileMode::kAuto && proposer->WantsDiagnoses());
-  auto profile_node = [&](int id) {
+  auto profile_node = [&](int id, bool searching) {
     TaskState::Node& n = nodes[id];
     if (!profiler_ || profiler_broken_ || n.profiled || n.virtual_root || !n.record ||
         !std::holds_alternative<Measured>(n.record->outcome))
       return;
+    if (options_.profile == ProfileMode::kAuto) {
+      if (auto why = SkipAutoProfile(std::get<Measured>(n.record->outcome), bundle, searching,
+                                     RemainingWallS(budget->Spent(), start, share),
+                                     profiles_run_ > 0 ? profile_s_ / profiles_run_ : 0)) {
+        Log(fmt::format("{}: {} not profiled: {}", lt.task.name, n.proposal.candidate.name, *why));
+        n.profiled = true;  // the reason holds for this node for the rest of the run
+        return;
+      }
+    }
     n.profiled = true;
+    ++profiles_run_;
     std::string stage = st.progress.stage;
     progress("profiling", "profiling " + n.proposal.candidate.name);
     NodeProfile p = profiler_->Profile(lt.task, bundle, n.proposal.candidate, *n.record);
@@ -672,7 +712,7 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
   }
   if (best < 0 && root.objective) best = 0;
   policy->Begin(*root.objective, root.hash);
-  if (profile_during_search && best == 0) profile_node(0);
+  if (profile_during_search && best == 0) profile_node(0, true);
 
   // Resumed nodes go back into the search in id order; what was in flight is
   // measured first.
@@ -786,7 +826,7 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
     // that reads diagnoses sees them.
     if (best == id && profile_during_search && res.profiled < options_.profile_limit &&
         !budget->Exhausted())
-      profile_node(id);
+      profile_node(id, true);
   }
   // Work proposed but not measured is abandoned explicitly (and stays in the
   // store without an outcome, so --resume measures it).
@@ -863,7 +903,7 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
     store_->SetTaskBest(run_id, index, best);
     // The winner is explained: profiled once the search named it (after the
     // budget, like the finalists: finishing work, counted in what was spent).
-    if (!stop_ && options_.profile != ProfileMode::kNone) profile_node(best);
+    if (!stop_ && options_.profile != ProfileMode::kNone) profile_node(best, false);
     res.best_diagnoses = nodes[best].diagnoses;
     if (res.best && !nodes[best].virtual_root)
       if (const auto* m = std::get_if<Measured>(&res.best->outcome)) {

@@ -146,6 +146,22 @@ struct LoopResult {
   double profile_s = 0;   ///< of which profiling
 };
 
+/// The auto profile mode spends GPU time only where a diagnosis can lead
+/// somewhere: a candidate at this fraction of its floor or closer is at its
+/// roof (ncu would report the roof), and a profile during the search needs
+/// twice its cost left in the task's share. kAutoProfileCostS is the cost
+/// assumed before the run has profiled anything (the zoo's profiles took
+/// 12-45 s on the H200).
+inline constexpr double kAutoProfileNearFloor = 0.8;
+inline constexpr double kAutoProfileCostS = 20;
+/// Why the auto mode skips profiling a measured node (nullopt: profile it).
+/// `searching`: a new best during the search (else the task's winner);
+/// `share_left_s`: wall seconds left of the task's share; `mean_profile_s`:
+/// the run's mean profile cost so far (0: none yet).
+std::optional<std::string> SkipAutoProfile(const Measured& m, const TaskBundle& bundle,
+                                           bool searching, double share_left_s,
+                                           double mean_profile_s);
+
 class Tuner {
  public:
   /// The store records everything; pass a memory store when nothing should
@@ -194,6 +210,7 @@ class Tuner {
   std::atomic<bool> stop_{false};
   double gpu_busy_s_ = 0;
   double profile_s_ = 0;
+  int profiles_run_ = 0;  ///< profiles started (their mean cost guides the auto mode)
 };
 
 }  // namespace kopt
