@@ -3,12 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <set>
-#include <thread>
 
 #include "core/error.h"
 #include "core/hash.h"
@@ -26,7 +24,6 @@ using sqlite::Query;
 using sqlite::Transaction;
 
 constexpr int kSchemaVersion = 1;
-constexpr int kWalRetryMs = 5;
 constexpr int kApplicationId = 0x6b6d656d;  // "kmem"
 
 // Lists and provenance are JSON text. `source` is the curated file an entry
@@ -252,20 +249,11 @@ class SqliteKnowledgeBase final : public KnowledgeBase {
   }
 
  private:
-  // WAL, so readers never block a writer. Switching a new file to WAL takes
-  // an exclusive lock for a moment, and SQLite answers SQLITE_BUSY at once
-  // (without its busy handler) when another connection holds one: two kopt
-  // processes opening a new file together would fail, so wait here instead.
-  // A file system without WAL support keeps its rollback journal, which
-  // serves the knowledge base too.
+  // WAL, so readers never block a writer (sqlite::Db waits out the moment
+  // a new file is switched). A file system without WAL support keeps its
+  // rollback journal, which serves the knowledge base too.
   void UseWriteAheadLog() {
-    for (int waited_ms = 0;; waited_ms += kWalRetryMs) {
-      int rc = sqlite3_exec(db_.get(), "PRAGMA journal_mode = WAL", nullptr, nullptr, nullptr);
-      if (rc == SQLITE_OK) break;
-      if ((rc & 0xff) != SQLITE_BUSY || waited_ms >= sqlite::kBusyTimeoutMs)
-        db_.Fail(rc, "set the journal mode");
-      std::this_thread::sleep_for(std::chrono::milliseconds(kWalRetryMs));
-    }
+    db_.UseWriteAheadLog();
     db_.Exec("PRAGMA synchronous = NORMAL", "set the synchronous mode");
   }
 

@@ -13,7 +13,7 @@
 
 namespace kopt {
 
-/// "gemm", "conv", "reduction", "elementwise", ... from the captured op
+/// A name of knowledge/vocabulary.json ("gemm", "norm", "reduce", ...) from the captured op
 /// graph's operators (the heaviest kind present); "" when there is no graph.
 std::string TaskOpClass(const TaskBundle* bundle);
 

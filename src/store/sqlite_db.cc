@@ -1,6 +1,8 @@
 #include "store/sqlite_db.h"
 
+#include <chrono>
 #include <system_error>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -26,6 +28,23 @@ Db::Db(fs::path path, std::string noun) : path_(std::move(path)), noun_(std::mov
   if (rc != SQLITE_OK) Fail(rc, "open");
   sqlite3_extended_result_codes(raw, 1);
   sqlite3_busy_timeout(raw, kBusyTimeoutMs);
+}
+
+std::string Db::UseWriteAheadLog() {
+  constexpr int kRetryMs = 5;
+  for (int waited_ms = 0;; waited_ms += kRetryMs) {
+    sqlite3_stmt* raw = nullptr;
+    int rc = sqlite3_prepare_v2(db_.get(), "PRAGMA journal_mode=WAL", -1, &raw, nullptr);
+    std::unique_ptr<sqlite3_stmt, Finalizer> stmt(raw);
+    if (rc == SQLITE_OK) rc = sqlite3_step(raw);
+    if (rc == SQLITE_ROW) {
+      const unsigned char* mode = sqlite3_column_text(raw, 0);
+      return mode ? reinterpret_cast<const char*>(mode) : "";
+    }
+    if ((rc & 0xff) != SQLITE_BUSY || waited_ms >= kBusyTimeoutMs) Fail(rc, "set the journal mode");
+    stmt.reset();
+    std::this_thread::sleep_for(std::chrono::milliseconds(kRetryMs));
+  }
 }
 
 void Db::Exec(const char* sql, const char* what) {

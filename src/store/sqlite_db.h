@@ -33,6 +33,12 @@ class Db {
 
   /// Runs statements that return no rows.
   void Exec(const char* sql, const char* what);
+  /// Asks for the write-ahead log and returns the journal mode in effect
+  /// ("wal", or the old mode where the file system cannot share memory).
+  /// Switching a new file answers SQLITE_BUSY at once, without the busy
+  /// handler, when several connections open it together: it is retried for
+  /// up to kBusyTimeoutMs.
+  std::string UseWriteAheadLog();
   /// The prepared statement for `sql`, prepared once: `sql` must be a string
   /// literal (it is cached by address).
   sqlite3_stmt* Prepared(const char* sql);

@@ -226,8 +226,7 @@ class SqliteRunStore : public RunStore {
     // The first statements read the file's header: a file that is not a
     // database fails here, with SQLITE_NOTADB.
     {
-      Query q(db_, "PRAGMA journal_mode=WAL");
-      std::string mode = q.Step() ? q.Text(0) : "";
+      std::string mode = db_.UseWriteAheadLog();
       if (mode != "wal")
         throw Error(fmt::format(
             "The run store {} cannot use SQLite's write-ahead log (journal mode '{}'; a "
