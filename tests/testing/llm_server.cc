@@ -240,7 +240,7 @@ LlmScriptedReply LlmScriptedReply::Matching(const std::string& text) const {
   return r;
 }
 
-LlmTestServer::LlmTestServer() {
+LlmTestServer::LlmTestServer(int port) {
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0) throw std::runtime_error("llm test server: socket() failed");
   int one = 1;
@@ -248,7 +248,7 @@ LlmTestServer::LlmTestServer() {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
   if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
       ::listen(listen_fd_, 64) != 0) {
     ::close(listen_fd_);
@@ -293,6 +293,13 @@ int LlmTestServer::max_concurrent() const {
 size_t LlmTestServer::unserved() const {
   std::lock_guard lock(mu_);
   return script_.size();
+}
+
+std::vector<std::string> LlmTestServer::unserved_labels() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& r : script_) out.push_back(r.label);
+  return out;
 }
 
 bool LlmTestServer::Wait(double seconds) {
@@ -371,11 +378,11 @@ void LlmTestServer::Serve(int fd) {
   request.json = Json::parse(request.body, nullptr, /*allow_exceptions=*/false);
   if (request.json.is_discarded()) request.json = nullptr;
   request.last_user_message = LastUserMessage(request.json);
+  request.at_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
 
   LlmScriptedReply reply;
   {
     std::lock_guard lock(mu_);
-    requests_.push_back(request);
     max_in_flight_ = std::max(max_in_flight_, ++in_flight_);
     auto it = std::find_if(script_.begin(), script_.end(), [&](const LlmScriptedReply& r) {
       return !r.match.empty() && request.last_user_message.find(r.match) != std::string::npos;
@@ -386,10 +393,13 @@ void LlmTestServer::Serve(int fd) {
     if (it != script_.end()) {
       reply = std::move(*it);
       script_.erase(it);
+      request.served = reply.label;
     } else {
       reply =
           LlmScriptedReply::Status(400, "llm test server: no scripted reply left for this request");
+      request.served = "(none left)";
     }
+    requests_.push_back(std::move(request));
   }
 
   if (reply.delay_s <= 0 || Wait(reply.delay_s)) {

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -38,6 +39,7 @@ struct LlmScriptedReply {
   enum class Framing { kChunked, kClose, kLength };
 
   std::string match;  ///< served when the last user message contains this
+  std::string label;  ///< a name for logs (the request that got it records it)
   int status = 200;
   std::vector<std::pair<std::string, std::string>> headers;
   std::vector<std::string> chunks;  ///< the body, flushed piece by piece
@@ -83,12 +85,15 @@ struct LlmRecordedRequest {
   std::string body;
   Json json;  ///< the parsed body; null when it is not JSON
   std::string last_user_message;
+  std::string served;  ///< the label of the reply it got; "(none left)" for the 400
+  double at_s = 0;     ///< when it arrived, in seconds since the server started
 };
 
 class LlmTestServer {
  public:
-  /// Listens on 127.0.0.1 at an ephemeral port, serving from its own thread.
-  LlmTestServer();
+  /// Listens on 127.0.0.1 at `port` (0: an ephemeral one), serving from its
+  /// own thread.
+  explicit LlmTestServer(int port = 0);
   ~LlmTestServer();
   LlmTestServer(const LlmTestServer&) = delete;
   LlmTestServer& operator=(const LlmTestServer&) = delete;
@@ -103,6 +108,8 @@ class LlmTestServer {
   int max_concurrent() const;
   /// Scripted replies not served yet.
   size_t unserved() const;
+  /// Their labels, in script order.
+  std::vector<std::string> unserved_labels() const;
 
  private:
   void AcceptLoop();
@@ -120,6 +127,7 @@ class LlmTestServer {
   std::vector<LlmRecordedRequest> requests_;
   int in_flight_ = 0;
   int max_in_flight_ = 0;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace kopt::testing

@@ -75,6 +75,16 @@ LlmConfig LlmConfigFromEnv(LlmConfig flags) {
     c.api_key = FirstNonEmpty({flags.api_key, Env("ANTHROPIC_API_KEY")});
   }
 
+  if (std::string t = Env("KOPT_LLM_TIMEOUT_S"); !t.empty()) {
+    char* end = nullptr;
+    double seconds = std::strtod(t.c_str(), &end);
+    if (end == t.c_str() || *end != '\0' || !(seconds > 0) || seconds > 86400)
+      throw Error(fmt::format(
+          "KOPT_LLM_TIMEOUT_S is '{}': set it to the seconds one LLM attempt may take (e.g. 300).",
+          t));
+    c.timeout = std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+  }
+
   if (c.provider == "exec") {
     if (c.command.empty())
       throw Error(

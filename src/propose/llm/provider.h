@@ -92,7 +92,7 @@ class LlmProvider {
 
 /// How to reach a model: from flags, else from the variables users already
 /// set (KOPT_LLM = "provider:model" or "model", OPENAI_BASE_URL,
-/// OPENAI_API_KEY, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL).
+/// OPENAI_API_KEY, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL; KOPT_LLM_TIMEOUT_S).
 struct LlmConfig {
   std::string provider;  ///< "openai", "anthropic", "exec"
   std::string model;
@@ -101,7 +101,7 @@ struct LlmConfig {
   std::string command;   ///< exec: the command line
   std::chrono::milliseconds connect_timeout{10000};
   /// One attempt, from sending to the last byte: long enough for a local
-  /// model to stream max_tokens.
+  /// model to stream max_tokens ($KOPT_LLM_TIMEOUT_S overrides it).
   std::chrono::milliseconds timeout{300000};
   int max_retries = 4;
   double backoff_initial_s = 1.0;

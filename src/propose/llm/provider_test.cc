@@ -438,9 +438,9 @@ class ScopedEnv {
   void Set(const char* name, const char* value) { ::setenv(name, value, 1); }
 
  private:
-  static constexpr const char* kNames[] = {"KOPT_LLM",           "OPENAI_API_KEY",
-                                           "OPENAI_BASE_URL",    "ANTHROPIC_API_KEY",
-                                           "ANTHROPIC_BASE_URL", "KOPT_LLM_COMMAND"};
+  static constexpr const char* kNames[] = {
+      "KOPT_LLM",           "OPENAI_API_KEY",   "OPENAI_BASE_URL",   "ANTHROPIC_API_KEY",
+      "ANTHROPIC_BASE_URL", "KOPT_LLM_COMMAND", "KOPT_LLM_TIMEOUT_S"};
   std::vector<std::pair<std::string, std::string>> saved_;
 };
 
@@ -497,6 +497,19 @@ TEST(LlmConfigFromEnv, InfersTheProvider) {
     LlmConfig c = LlmConfigFromEnv({});
     EXPECT_EQ(c.provider, "exec");
     EXPECT_EQ(c.command, "my-model --json");
+  }
+}
+
+TEST(LlmConfigFromEnv, TimeoutFromTheEnvironment) {
+  ScopedEnv env;
+  env.Set("KOPT_LLM", "openai:m");
+  env.Set("OPENAI_BASE_URL", "http://127.0.0.1:8000/v1");
+  EXPECT_EQ(LlmConfigFromEnv({}).timeout, std::chrono::milliseconds(300000));
+  env.Set("KOPT_LLM_TIMEOUT_S", "2.5");
+  EXPECT_EQ(LlmConfigFromEnv({}).timeout, std::chrono::milliseconds(2500));
+  for (const char* bad : {"0", "-1", "soon", "5s"}) {
+    env.Set("KOPT_LLM_TIMEOUT_S", bad);
+    EXPECT_NE(ConfigError().find("KOPT_LLM_TIMEOUT_S is '"), std::string::npos) << bad;
   }
 }
 
