@@ -336,15 +336,26 @@ def cmd_summary(manifest_path, out):
     log1, reqs1 = requests_by_task(out, "run1")
     faults = [r.get("label") or f"{r['task']} fault: {r['fault']}" for r in run_of(m, "run1")["replies"]
               if r["task"] == roles["faults"] and r.get("fault")]
-    served = [r["served"] for r in reqs1.get(roles["faults"], [])]
+    frs = reqs1.get(roles["faults"], [])
+    served = [r["served"] for r in frs]
     missing = [f for f in faults if f not in served]
+    # Each fault must be answered by kopt's client retrying the same request
+    # (same prompt, same body), not by a new request: the fault was survived,
+    # not taken for a reply.
+    not_retried = [f for f in faults if f in served and (
+        served.index(f) + 1 >= len(frs)
+        or (frs[served.index(f) + 1]["last_user_message"], frs[served.index(f) + 1]["body_bytes"])
+        != (frs[served.index(f)]["last_user_message"], frs[served.index(f)]["body_bytes"]))]
     t = tasks1.get(roles["faults"])
     measured = [n for n in (t["nodes"].values() if t else [])
                 if n["proposer"] == "llm" and n["parent"] is not None and n.get("verdict") == "measured"]
-    rep.check(not missing and bool(measured), f"{roles['faults']} survived every injected fault",
-              f"{len(faults) - len(missing)} of {len(faults)} faults served"
-              + (f" (not: {missing})" if missing else "")
-              + f", then {len(measured)} candidate(s) measured")
+    rep.check(not missing and not not_retried and bool(measured),
+              f"{roles['faults']} survived every injected fault",
+              f"{len(faults) - len(missing)} of {len(faults)} faults served, each followed by a retry of "
+              f"the same request" + (f" (not: {missing})" if missing else "")
+              + (f" (NOT retried after: {not_retried}; a timeout not retried means this kopt ignores "
+                 f"KOPT_LLM_TIMEOUT_S: a binary older than llm_demo.sh?)" if not_retried else "")
+              + f"; then {len(measured)} candidate(s) measured")
 
     with_prompt = [n for n in llm_nodes if n["detail"].get("prompt", {}).get("text")]
     sized = all(n["detail"]["prompt"].get("chars") == len(n["detail"]["prompt"]["text"].encode())
