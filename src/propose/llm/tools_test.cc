@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "core/json.h"
 #include "testing/llm_server.h"
 #include "testing/paths.h"
@@ -71,6 +73,30 @@ TEST(CutlassTree, FoundFromAUserPath) {
   EXPECT_EQ(fs::weakly_canonical(*inc), fs::weakly_canonical(root / "include"));
   EXPECT_FALSE(FindCutlassInclude(testing::ScratchDir("empty"), "python3", &why));
   EXPECT_TRUE(Has(why, "holds no cute/")) << why;
+}
+
+// Without a path, the tree comes from the installed nvidia-cutlass package:
+// its cutlass_library module keeps the headers in source/include (the
+// wheel's layout, checked against nvidia-cutlass 4.x from PyPI). A module of
+// that layout on PYTHONPATH stands in for the installed wheel; the real
+// interpreter imports it.
+TEST(CutlassTree, FoundFromTheInstalledPythonPackage) {
+  fs::path site = testing::ScratchDir("site-packages");
+  fs::create_directories(site / "cutlass_library/source/include/cute");
+  fs::create_directories(site / "cutlass_library/source/include/cutlass");
+  WriteTextFileAtomic(site / "cutlass_library/__init__.py", "");
+  const char* old = std::getenv("PYTHONPATH");
+  std::string saved = old ? old : "";
+  setenv("PYTHONPATH", site.c_str(), 1);
+  std::string why;
+  auto inc = FindCutlassInclude({}, "python3", &why);
+  if (old)
+    setenv("PYTHONPATH", saved.c_str(), 1);
+  else
+    unsetenv("PYTHONPATH");
+  ASSERT_TRUE(inc) << why;
+  EXPECT_EQ(fs::weakly_canonical(*inc),
+            fs::weakly_canonical(site / "cutlass_library/source/include"));
 }
 
 LlmConfig ConfigFor(const std::string& provider, const LlmTestServer& server) {
