@@ -98,6 +98,29 @@ class ExpertProposer : public Proposer {
     } catch (const Error&) {
       tuner_.reset();  // a --from kernel without knobs: the plan and the diagnoses still work
     }
+    // Long-term memory: which entries match this task (what an expert would
+    // recall before starting; the LLM proposer puts them in its prompts), and
+    // measured wins of plan options on tasks of the same class, which move
+    // those options ahead of the planner's estimates.
+    if (!options_.knowledge_db.empty()) {
+      std::string why;
+      if (auto kb = OpenProposerMemory(options_, &why)) {
+        try {
+          std::vector<std::string> ids;
+          for (const KnowledgeEntry& e : kb->Retrieve(MemoryQuery(context, {}, 3)))
+            ids.push_back(e.origin == "learned" ? fmt::format("{} ({:.2f}x)", e.id, e.gain) : e.id);
+          if (!ids.empty()) notes_.push_back("memory: " + fmt::format("{}", fmt::join(ids, ", ")));
+          KnowledgeQuery learned = MemoryQuery(context, {}, 20);
+          learned.text.clear();
+          for (const auto& n : PreferLearnedPlanOptions(kb->Retrieve(learned), &plan_.options))
+            notes_.push_back("memory: " + n);
+        } catch (const Error& e) {
+          notes_.push_back(std::string("memory: ") + e.what());
+        }
+      } else {
+        notes_.push_back("memory: " + why);
+      }
+    }
     const double eager =
         context.bundle && context.bundle->eager_ms ? context.bundle->eager_ms->median : 0;
     for (std::size_t i = 0; i < plan_.options.size(); ++i) {
@@ -111,23 +134,6 @@ class ExpertProposer : public Proposer {
     for (const auto& n : plan_.notes) notes_.push_back("plan: " + n);
     if (moves_.empty())
       notes_.push_back("no diagnosis-to-move table was found, so moves come from the tuner only");
-    // Long-term memory: which entries match this task (what an expert would
-    // recall before starting); the LLM proposer puts them in its prompts.
-    if (!options_.knowledge_db.empty()) {
-      std::string why;
-      if (auto kb = OpenProposerMemory(options_, &why)) {
-        try {
-          std::vector<std::string> ids;
-          for (const KnowledgeEntry& e : kb->Retrieve(MemoryQuery(context, {}, 3)))
-            ids.push_back(e.origin == "learned" ? fmt::format("{} ({:.2f}x)", e.id, e.gain) : e.id);
-          if (!ids.empty()) notes_.push_back("memory: " + fmt::format("{}", fmt::join(ids, ", ")));
-        } catch (const Error& e) {
-          notes_.push_back(std::string("memory: ") + e.what());
-        }
-      } else {
-        notes_.push_back("memory: " + why);
-      }
-    }
   }
 
   std::optional<Proposal> Root() override {
@@ -279,6 +285,44 @@ class ExpertProposer : public Proposer {
 };
 
 }  // namespace
+
+namespace {
+
+// "reduce/reduce_dim[DIM=1,OP=0]" -> "reduce/reduce_dim": a plan option's
+// label without its knob values.
+std::string LabelStem(const std::string& label) { return label.substr(0, label.find('[')); }
+
+}  // namespace
+
+std::vector<std::string> PreferLearnedPlanOptions(const std::vector<KnowledgeEntry>& entries,
+                                                  std::vector<PlanOption>* options) {
+  std::vector<std::string> notes;
+  std::vector<std::pair<double, const KnowledgeEntry*>> best(options->size(), {0.0, nullptr});
+  for (const KnowledgeEntry& e : entries) {
+    if (e.origin != "learned" || !e.provenance.is_object()) continue;
+    const std::string move = e.provenance.value("move", std::string());
+    if (move.rfind("plan: ", 0) != 0) continue;
+    const std::string stem = LabelStem(move.substr(6));
+    for (std::size_t i = 0; i < options->size(); ++i)
+      if (LabelStem((*options)[i].label) == stem && e.gain > best[i].first) best[i] = {e.gain, &e};
+  }
+  std::vector<std::size_t> order(options->size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return best[a].first > best[b].first; });
+  std::vector<PlanOption> sorted;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const std::size_t i = order[k];
+    if (best[i].second && k < i)
+      notes.push_back(
+          fmt::format("plan option '{}' moved from {} to {}: {} won {:.2f}x with it on {}",
+                      (*options)[i].label, i + 1, k + 1, best[i].second->id, best[i].first,
+                      best[i].second->provenance.value("task", std::string("a task"))));
+    sorted.push_back(std::move((*options)[i]));
+  }
+  *options = std::move(sorted);
+  return notes;
+}
 
 std::unique_ptr<Proposer> MakeExpertProposer(const ProposerOptions& options) {
   return std::make_unique<ExpertProposer>(options);

@@ -7,11 +7,23 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
+#include "memory/knowledge.h"
+#include "plan/planner.h"
 #include "propose/proposer.h"
 
 namespace kopt {
 
 std::unique_ptr<Proposer> MakeExpertProposer(const ProposerOptions& options);
+
+/// Measured evidence before estimates: moves the plan options that long-term
+/// memory saw win (a learned entry whose move was "plan: LABEL", the label
+/// compared without its knob values, so a template's win counts at other
+/// settings) ahead of the others, the largest gain first; the rest keep the
+/// planner's order. Curated entries are ignored. One note per option moved.
+std::vector<std::string> PreferLearnedPlanOptions(const std::vector<KnowledgeEntry>& entries,
+                                                  std::vector<PlanOption>* options);
 
 }  // namespace kopt

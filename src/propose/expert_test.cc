@@ -174,3 +174,52 @@ TEST(Expert, ItsProposalsCompileForSm90a) {
 
 }  // namespace
 }  // namespace kopt
+
+namespace kopt {
+namespace {
+
+// Measured evidence before estimates: a plan option long-term memory saw win
+// (a template at other knob values, on another task of the class) moves
+// ahead of the planner's estimated order; curated entries and other moves
+// leave the order alone.
+TEST(Expert, PlanOptionsMemorySawWinComeFirst) {
+  auto option = [](const std::string& space, const std::string& label) {
+    PlanOption o;
+    o.space = space;
+    o.label = label;
+    return o;
+  };
+  std::vector<PlanOption> options = {option("fused", "fused row kernel"),
+                                     option("template", "reduce/reduce_dim[DIM=1,OP=0]"),
+                                     option("hand-written", "10_sum_dim.cu")};
+  auto learned = [](const std::string& id, const std::string& move, double gain) {
+    KnowledgeEntry e;
+    e.id = id;
+    e.origin = "learned";
+    e.gain = gain;
+    e.provenance = {{"move", move}, {"task", "11_mean_dim"}};
+    return e;
+  };
+  KnowledgeEntry curated;
+  curated.id = "block-reduction";
+  curated.provenance = {{"move", "plan: 10_sum_dim.cu"}};
+  std::vector<KnowledgeEntry> entries = {
+      curated, learned("learned-a", "plan: reduce/reduce_dim[DIM=2,OP=1]", 1.4),
+      learned("learned-b", "BLOCK 256 -> 512", 3.0)};
+  std::vector<std::string> notes = PreferLearnedPlanOptions(entries, &options);
+  ASSERT_EQ(options.size(), 3u);
+  EXPECT_EQ(options[0].label, "reduce/reduce_dim[DIM=1,OP=0]");
+  EXPECT_EQ(options[1].label, "fused row kernel");
+  EXPECT_EQ(options[2].label, "10_sum_dim.cu");
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("moved from 2 to 1: learned-a won 1.40x with it on 11_mean_dim"),
+            std::string::npos)
+      << notes[0];
+  // Nothing learned about these options: the planner's order stands.
+  std::vector<PlanOption> same = options;
+  EXPECT_TRUE(PreferLearnedPlanOptions({curated}, &same).empty());
+  EXPECT_EQ(same[0].label, options[0].label);
+}
+
+}  // namespace
+}  // namespace kopt
