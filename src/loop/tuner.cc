@@ -560,11 +560,15 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
         !std::holds_alternative<Measured>(n.record->outcome))
       return;
     if (options_.profile == ProfileMode::kAuto) {
-      if (auto why = SkipAutoProfile(std::get<Measured>(n.record->outcome), bundle, searching,
-                                     RemainingWallS(budget->Spent(), start, share),
-                                     profiles_run_ > 0 ? profile_s_ / profiles_run_ : 0)) {
+      const Measured& m = std::get<Measured>(n.record->outcome);
+      if (auto why =
+              SkipAutoProfile(m, bundle, searching, RemainingWallS(budget->Spent(), start, share),
+                              profiles_run_ > 0 ? profile_s_ / profiles_run_ : 0)) {
         Log(fmt::format("{}: {} not profiled: {}", lt.task.name, n.proposal.candidate.name, *why));
-        n.profiled = true;  // the reason holds for this node for the rest of the run
+        // Near its floor it stays so; a short share does not stop the
+        // winner's explanation at the end.
+        if (SkipAutoProfile(m, bundle, false, std::numeric_limits<double>::infinity(), 0))
+          n.profiled = true;
         return;
       }
     }
