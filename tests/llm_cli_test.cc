@@ -174,6 +174,17 @@ TEST(LlmCli, AScriptedModelIsRepairedVerifiedAndItsPromptsStored) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_TRUE(Has(r.out, "repair 1 of node")) << r.out;
   EXPECT_FALSE(Has(r.out, kKey));
+
+  // --resume reaches the same model without the --llm flags (the run keeps
+  // the model and the server's address; the key comes from the
+  // environment): the search asks the model again.
+  const std::size_t before = server.requests().size();
+  r = Kopt({"optimize", "--resume", run, "--store", store_path.string(), "--budget", "3",
+            "--device", "cpu"},
+           dir / "cache");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_FALSE(Has(r.out + r.err, "no model is configured")) << r.out << r.err;
+  EXPECT_GT(server.requests().size(), before) << r.out << r.err;
 }
 
 TEST(LlmCli, NoModelConfiguredIsOneSentence) {

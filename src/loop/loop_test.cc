@@ -417,6 +417,19 @@ TEST(Loop, OptionsRoundTripForResume) {
   back = LoopOptionsFromJson(ToJson(o));
   EXPECT_EQ(back.profile, ProfileMode::kBest);
   EXPECT_EQ(back.profile_limit, 5);
+  // The model's settings come back for --resume; its key is never stored.
+  o.proposer = "llm";
+  o.proposer_options.llm.model = "openai:some-model";
+  o.proposer_options.llm.base_url = "http://127.0.0.1:8000/v1";
+  o.proposer_options.llm.api_key = "sk-never-stored";
+  o.proposer_options.repair_cap = 3;
+  const Json stored = ToJson(o);
+  EXPECT_EQ(stored.dump().find("sk-never-stored"), std::string::npos) << stored.dump();
+  back = LoopOptionsFromJson(stored);
+  EXPECT_EQ(back.proposer_options.llm.model, "openai:some-model");
+  EXPECT_EQ(back.proposer_options.llm.base_url, "http://127.0.0.1:8000/v1");
+  EXPECT_TRUE(back.proposer_options.llm.api_key.empty());
+  EXPECT_EQ(back.proposer_options.repair_cap, 3);
 }
 
 // The profile stage's seam: answers with one finding naming the node, or

@@ -133,9 +133,17 @@ void WriteBest(const fs::path& out, const std::string& task, const Proposal& p,
 Json ToJson(const LoopOptions& o) {
   Json replay = Json::array();
   for (const auto& p : o.proposer_options.replay_paths) replay.push_back(p.string());
+  // The model's settings as given (never its key, which only ever comes
+  // from the environment), so --resume reaches the same model.
+  const LlmConfig& llm = o.proposer_options.llm;
   return Json{
       {"proposer", o.proposer},
       {"replay_paths", replay},
+      {"llm",
+       {{"model", llm.model},
+        {"base_url", llm.base_url},
+        {"command", llm.command},
+        {"repair_cap", o.proposer_options.repair_cap}}},
       {"search", o.search},
       {"seed", o.seed},
       {"objective", ObjectiveName(o.objective)},
@@ -165,6 +173,13 @@ LoopOptions LoopOptionsFromJson(const Json& j) {
   o.proposer = j.value("proposer", o.proposer);
   for (const auto& p : j.value("replay_paths", Json::array()))
     o.proposer_options.replay_paths.push_back(p.get<std::string>());
+  if (j.contains("llm") && j["llm"].is_object()) {
+    const Json& llm = j["llm"];
+    o.proposer_options.llm.model = llm.value("model", std::string());
+    o.proposer_options.llm.base_url = llm.value("base_url", std::string());
+    o.proposer_options.llm.command = llm.value("command", std::string());
+    o.proposer_options.repair_cap = llm.value("repair_cap", o.proposer_options.repair_cap);
+  }
   o.search = j.value("search", o.search);
   o.seed = j.value("seed", o.seed);
   o.search_options.seed = o.seed;
@@ -247,6 +262,13 @@ LoopResult Tuner::Resume(const std::string& run_id, const std::optional<BudgetLi
   // What the command line may not change on resume: how the search runs.
   options_.proposer = saved.proposer;
   options_.proposer_options.replay_paths = saved.proposer_options.replay_paths;
+  // The model the run used, unless the command line names one.
+  LlmConfig& llm = options_.proposer_options.llm;
+  if (llm.model.empty() && llm.command.empty()) {
+    llm.model = saved.proposer_options.llm.model;
+    llm.command = saved.proposer_options.llm.command;
+    if (llm.base_url.empty()) llm.base_url = saved.proposer_options.llm.base_url;
+  }
   options_.search = saved.search;
   options_.seed = saved.seed;
   options_.search_options.seed = saved.seed;
