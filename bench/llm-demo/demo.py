@@ -66,6 +66,10 @@ def cmd_script(manifest, run, out):
             path = os.path.join(HERE, r["code"])
             with open(path) as f:
                 code = f.read()
+            if "typo" in r:  # the same source with one mistake, for the repair loop
+                good, bad = r["typo"]
+                assert good in code, f"{path} has no {good!r} to misspell"
+                code = code.replace(good, bad, 1)
             lang = "cuda" if path.endswith(".cu") else "python"
             e.update(kind="openai",
                      text=f"Move: {r['move']}\n\n{r['say']}\n\n```{lang}\n{code}```\n",

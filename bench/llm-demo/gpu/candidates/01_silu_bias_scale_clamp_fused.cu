@@ -4,8 +4,8 @@
 // scale and the clamp bounds are the task's get_init_inputs() values
 // (constructor arguments are not visible through the ABI). NaN stays NaN, as
 // torch.clamp keeps it.
-#include <kopt/abi.h>
 #include <cuda_runtime.h>
+#include <kopt/abi.h>
 #include <stdint.h>
 
 constexpr int THREADS = 256;
@@ -17,13 +17,16 @@ __device__ __forceinline__ float f(float v, float b) {
 }
 
 __global__ void __launch_bounds__(THREADS)
-fused_vec4_kernel(const float4* __restrict__ x, const float* __restrict__ bias,
-                  float4* __restrict__ y, unsigned n4, unsigned hw4, unsigned c) {
+    fused_vec4_kernel(const float4* __restrict__ x, const float* __restrict__ bias,
+                      float4* __restrict__ y, unsigned n4, unsigned hw4, unsigned c) {
   const unsigned i = blockIdx.x * THREADS + threadIdx.x;  // n4 < 2^31: 32-bit division
   if (i >= n4) return;
   const float b = bias[(i / hw4) % c];
   float4 v = x[i];
-  v.x = f(v.x, b); v.y = f(v.y, b); v.z = f(v.z, b); v.w = f(v.w, b);
+  v.x = f(v.x, b);
+  v.y = f(v.y, b);
+  v.z = f(v.z, b);
+  v.w = f(v.w, b);
   y[i] = v;
 }
 
@@ -50,14 +53,14 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
   const float* bs = static_cast<const float*>(B.data);
   float* ys = static_cast<float*>(Y.data);
   cudaStream_t s = (cudaStream_t)stream;
-  const bool aligned = ((reinterpret_cast<uintptr_t>(xs) | reinterpret_cast<uintptr_t>(ys)) & 15) == 0;
+  const bool aligned =
+      ((reinterpret_cast<uintptr_t>(xs) | reinterpret_cast<uintptr_t>(ys)) & 15) == 0;
   if (aligned && hw % 4 == 0 && n / 4 < 0x7fffffffLL - THREADS) {
     const int64_t n4 = n / 4;
     const int64_t blocks = (n4 + THREADS - 1) / THREADS;
-    fused_vec4_kernel<<<(unsigned)blocks, THREADS, 0, s>>>(reinterpret_cast<const float4*>(xs), bs,
-                                                           reinterpret_cast<float4*>(ys),
-                                                           (unsigned)n4, (unsigned)(hw / 4),
-                                                           (unsigned)c);
+    fused_vec4_kernel<<<(unsigned)blocks, THREADS, 0, s>>>(
+        reinterpret_cast<const float4*>(xs), bs, reinterpret_cast<float4*>(ys), (unsigned)n4,
+        (unsigned)(hw / 4), (unsigned)c);
   } else {
     fused_scalar_kernel<<<132 * 16, THREADS, 0, s>>>(xs, bs, ys, n, hw, c);
   }

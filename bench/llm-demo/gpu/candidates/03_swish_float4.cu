@@ -2,8 +2,8 @@
 // stores, one float4 per thread, block 0 does the scalar tail of numel % 4
 // elements; a scalar grid-stride kernel when the pointers are not 16-byte
 // aligned. Eager PyTorch runs two kernels (sigmoid, then the product).
-#include <kopt/abi.h>
 #include <cuda_runtime.h>
+#include <kopt/abi.h>
 #include <stdint.h>
 
 constexpr int THREADS = 256;
@@ -11,12 +11,15 @@ constexpr int THREADS = 256;
 __device__ __forceinline__ float swish_one(float v) { return v / (1.0f + expf(-v)); }
 
 __global__ void __launch_bounds__(THREADS)
-swish_vec4_kernel(const float4* __restrict__ x, float4* __restrict__ y, int64_t n4,
-                  const float* __restrict__ xs, float* __restrict__ ys, int64_t n) {
+    swish_vec4_kernel(const float4* __restrict__ x, float4* __restrict__ y, int64_t n4,
+                      const float* __restrict__ xs, float* __restrict__ ys, int64_t n) {
   const int64_t i = (int64_t)blockIdx.x * THREADS + threadIdx.x;
   if (i < n4) {
     float4 v = x[i];
-    v.x = swish_one(v.x); v.y = swish_one(v.y); v.z = swish_one(v.z); v.w = swish_one(v.w);
+    v.x = swish_one(v.x);
+    v.y = swish_one(v.y);
+    v.z = swish_one(v.z);
+    v.w = swish_one(v.w);
     y[i] = v;
   }
   if (blockIdx.x == 0) {
@@ -25,7 +28,8 @@ swish_vec4_kernel(const float4* __restrict__ x, float4* __restrict__ y, int64_t 
   }
 }
 
-__global__ void swish_scalar_kernel(const float* __restrict__ xs, float* __restrict__ ys, int64_t n) {
+__global__ void swish_scalar_kernel(const float* __restrict__ xs, float* __restrict__ ys,
+                                    int64_t n) {
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
     ys[i] = swish_one(xs[i]);

@@ -2,8 +2,8 @@
 // squares and stores rsqrt(mean + eps) per row, then an elementwise kernel
 // scales x by it and the weight (inputs: x, weight). Correct, and 3x eager,
 // but x is read twice: 1.5x the bytes the task needs.
-#include <kopt/abi.h>
 #include <cuda_runtime.h>
+#include <kopt/abi.h>
 #include <stdint.h>
 
 constexpr int THREADS = 256;
@@ -13,7 +13,7 @@ constexpr int64_t kMaxRows = 1 << 15;  // rows per pass (the scratch below; grid
 __device__ float g_rrms[kMaxRows];
 
 __global__ void __launch_bounds__(THREADS)
-row_rrms_kernel(const float* __restrict__ x, int64_t row0, int64_t n) {
+    row_rrms_kernel(const float* __restrict__ x, int64_t row0, int64_t n) {
   __shared__ float red[WARPS];
   const float* xr = x + (row0 + blockIdx.x) * n;
   float q = 0.0f;

@@ -2,14 +2,14 @@
 // row walking it in order with a double running sum. Correct and simple, but
 // a warp's loads touch 32 rows at once and there are few threads: far slower
 // than a warp per row.
-#include <kopt/abi.h>
 #include <cuda_runtime.h>
+#include <kopt/abi.h>
 #include <stdint.h>
 
 constexpr int THREADS = 128;
 
-__global__ void cumsum_row_kernel(const float* __restrict__ x, float* __restrict__ y,
-                                  int64_t rows, int64_t n) {
+__global__ void cumsum_row_kernel(const float* __restrict__ x, float* __restrict__ y, int64_t rows,
+                                  int64_t n) {
   const int64_t row = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (row >= rows) return;
   const float* xr = x + row * n;
