@@ -234,36 +234,8 @@ class OpenAiProvider : public LlmProvider {
     sse.Finish();
     RedactKey(&http, config_.api_key);
 
-    LlmResult result;
-    bool success = http.status >= 200 && http.status < 300;
-    // A connection that drops after [DONE] lost nothing.
-    if (!success || (http.transport_failed && !assembly.done)) {
-      result.error = HttpFailure(Name(), post.url, http);
-      result.error->usage = assembly.usage;
-      return result;
-    }
-    if (sse.events() == 0 && LooksLikeJsonBody(http)) {
-      try {
-        assembly = Assembly{};
-        assembly.Whole(Json::parse(http.body));
-      } catch (const Json::parse_error&) {
-        assembly.bad_data = true;
-      }
-    }
-    if (assembly.error) {
-      result.error =
-          ErrorObject(post.url, Json::parse(RedactKey(assembly.error->dump(), config_.api_key)));
-    } else if (assembly.bad_data || sse.foreign_lines() > 0 ||
-               (sse.events() == 0 && !assembly.done && !BlankText(http.body))) {
-      result.error = MalformedReply(Name(), post.url, http.body);
-    } else if (!assembly.done) {
-      result.error = TruncatedReply(Name(), post.url, "data: [DONE]");
-    } else {
-      result.reply = assembly.Reply();
-      return result;
-    }
-    result.error->usage = assembly.usage;
-    return result;
+    return JudgeStreamedReply(Name(), post.url, config_.api_key, http, sse, assembly, ErrorObject,
+                              "data: [DONE]");
   }
 
   LlmConfig config_;

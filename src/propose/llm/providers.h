@@ -13,6 +13,7 @@
 
 #include "propose/llm/http.h"
 #include "propose/llm/provider.h"
+#include "propose/llm/sse.h"
 
 namespace kopt {
 
@@ -54,6 +55,49 @@ LlmResult Redacted(LlmResult result, const std::string& key);
 /// body starting with '{'), not an event stream.
 bool LooksLikeJsonBody(const HttpPostResult& http);
 bool BlankText(const std::string& text);
+
+/// What one streamed exchange came to, the same rule for every SSE
+/// provider: an HTTP failure (a connection dropped after the terminal event
+/// lost nothing), a plain JSON body read whole, the endpoint's own error
+/// object, a malformed or truncated stream, or the reply. `assembly` holds
+/// what the events built (done, bad_data, error, usage; Whole(body),
+/// Reply()); `error_of(url, error)` reads the endpoint's error object;
+/// `terminal` names the event that ends a complete stream. `http` must
+/// already be redacted.
+template <class Assembly, class ErrorOf>
+LlmResult JudgeStreamedReply(const std::string& provider, const std::string& url,
+                             const std::string& key, const HttpPostResult& http,
+                             const SseParser& sse, Assembly& assembly, ErrorOf error_of,
+                             const std::string& terminal) {
+  LlmResult result;
+  const bool success = http.status >= 200 && http.status < 300;
+  if (!success || (http.transport_failed && !assembly.done)) {
+    result.error = HttpFailure(provider, url, http);
+    result.error->usage = assembly.usage;
+    return result;
+  }
+  if (sse.events() == 0 && LooksLikeJsonBody(http)) {
+    try {
+      assembly = Assembly{};
+      assembly.Whole(Json::parse(http.body));
+    } catch (const Json::parse_error&) {
+      assembly.bad_data = true;
+    }
+  }
+  if (assembly.error) {
+    result.error = error_of(url, Json::parse(RedactKey(assembly.error->dump(), key)));
+  } else if (assembly.bad_data || sse.foreign_lines() > 0 ||
+             (sse.events() == 0 && !assembly.done && !BlankText(http.body))) {
+    result.error = MalformedReply(provider, url, http.body);
+  } else if (!assembly.done) {
+    result.error = TruncatedReply(provider, url, terminal);
+  } else {
+    result.reply = assembly.Reply();
+    return result;
+  }
+  result.error->usage = assembly.usage;
+  return result;
+}
 
 /// A tool call's arguments: the object when `text` is JSON, else the raw
 /// text as a JSON string (the model's mistake, for the caller to report).
