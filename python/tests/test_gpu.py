@@ -112,6 +112,43 @@ def test_time_cuda(gpu_worker, cache):
         assert e["calls"] > 0 and e["window_s"] >= 0.5
 
 
+def test_timer_bridges_the_host_gap():
+    """Device.timer hands the bridge about the host's gap between calls
+    (x1.2), and the bridge's reads keep the GPU busy over it: a 2 ms host
+    gap bridged takes ~2 ms of GPU time, and neither clock of the next call
+    holds it."""
+    from kopt.device import Device
+    from kopt.timing import _bridge
+    import time
+
+    dev = Device("cuda:0")
+    flush = torch.zeros(2 * dev.l2_bytes() // 4, device=dev.torch_device)
+    asked = []
+    real = _bridge(flush, dev)
+
+    def bridge(us):
+        asked.append(us)
+        real(us)
+
+    timer = dev.timer(bridge=bridge)
+    x = torch.randn(1 << 20, device=dev.torch_device)
+    events = []
+    for _ in range(12):
+        ev, host, _ = timer(lambda: x * 2)
+        events.append(ev)
+        time.sleep(0.002)
+    assert len(asked) == 12
+    assert 1800 < asked[-1] < 3600, asked  # 1.2 x the ~2 ms gap, learned
+    assert max(events[4:]) < 1.0, events  # the bridge is outside the timed window
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    s.record()
+    real(2000.0)
+    e.record()
+    e.synchronize()
+    assert 1.0 < s.elapsed_time(e) < 4.0, s.elapsed_time(e)
+
+
 def test_ceilings_cuda(gpu_worker):
     r = gpu_worker.call("ceilings", seconds=2)
     assert r["ok"], r
