@@ -74,8 +74,11 @@ import sys  # noqa: E402
 import os  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from kopt import integrity  # noqa: E402
 from kopt.device import Device  # noqa: E402
 from kopt.timing import _bridge  # noqa: E402
+
+integrity.install()
 
 reads = _bridge(flush, Device("cuda:0"))
 

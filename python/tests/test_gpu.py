@@ -117,10 +117,12 @@ def test_timer_bridges_the_host_gap():
     (x1.2), and the bridge's reads keep the GPU busy over it: a 2 ms host
     gap bridged takes ~2 ms of GPU time, and neither clock of the next call
     holds it."""
+    from kopt import integrity
     from kopt.device import Device
     from kopt.timing import _bridge
     import time
 
+    integrity.install()  # the references the timer uses, saved as the worker saves them
     dev = Device("cuda:0")
     flush = torch.zeros(2 * dev.l2_bytes() // 4, device=dev.torch_device)
     asked = []

@@ -17,9 +17,10 @@ double SteadySeconds() {
 }
 
 [[noreturn]] void Bad(const std::string& text, const std::string& why) {
-  throw Error(fmt::format("--budget '{}' is not a budget ({}): write e.g. 10m, 40 (candidates), or "
-                          "wall=30m,gpu=10m,candidates=200,tokens=2e6,cost=5",
-                          text, why));
+  throw Error(
+      fmt::format("--budget '{}' is not a budget ({}): write e.g. 10m, 40 (candidates), or "
+                  "wall=30m,gpu=10m,candidates=200,tokens=2e6,cost=5",
+                  text, why));
 }
 
 // "1h30m", "90s", "2.5m", "45" (seconds) -> seconds; < 0 when malformed.
@@ -41,10 +42,14 @@ double ParseDuration(const std::string& s) {
     double unit = 1;
     if (j < s.size()) {
       char u = s[j];
-      if (u == 'h') unit = 3600;
-      else if (u == 'm') unit = 60;
-      else if (u == 's') unit = 1;
-      else return -1;
+      if (u == 'h')
+        unit = 3600;
+      else if (u == 'm')
+        unit = 60;
+      else if (u == 's')
+        unit = 1;
+      else
+        return -1;
       ++j;
     } else if (any) {
       return -1;  // "1h30" is ambiguous
@@ -57,7 +62,8 @@ double ParseDuration(const std::string& s) {
 }
 
 bool IsDuration(const std::string& s) {
-  return !s.empty() && std::any_of(s.begin(), s.end(), [](char c) { return c == 'h' || c == 'm' || c == 's'; });
+  return !s.empty() &&
+         std::any_of(s.begin(), s.end(), [](char c) { return c == 'h' || c == 'm' || c == 's'; });
 }
 
 double ParseNumber(const std::string& text, const std::string& s) {
@@ -94,7 +100,8 @@ BudgetLimits ParseBudget(const std::string& raw) {
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     start = comma == std::string::npos ? text.size() + 1 : comma + 1;
     if (item.empty()) Bad(raw, "an empty item");
     auto eq = item.find('=');
@@ -135,7 +142,8 @@ std::string DescribeLimits(const BudgetLimits& l) {
 }
 
 std::string DescribeSpent(const BudgetSpent& s) {
-  std::string out = fmt::format("wall {}, GPU {}, {} candidates", Seconds(s.wall_s), Seconds(s.gpu_s), s.candidates);
+  std::string out = fmt::format("wall {}, GPU {}, {} candidates", Seconds(s.wall_s),
+                                Seconds(s.gpu_s), s.candidates);
   if (s.llm_tokens > 0 || s.llm_cost_usd > 0)
     out += fmt::format(", {} LLM tokens (${:.2f})", s.llm_tokens, s.llm_cost_usd);
   return out;
@@ -209,6 +217,13 @@ double Budget::WallLocked() const { return wall_before_ + (now_s_() - start_s_);
 
 bool Budget::Exhausted() const { return !ExhaustedReason().empty(); }
 
+bool Budget::CountsExhausted() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return (limits_.candidates > 0 && spent_.candidates >= limits_.candidates) ||
+         (limits_.llm_tokens > 0 && spent_.llm_tokens >= limits_.llm_tokens) ||
+         (limits_.llm_cost_usd > 0 && spent_.llm_cost_usd >= limits_.llm_cost_usd);
+}
+
 std::string Budget::ExhaustedReason() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (limits_.wall_s > 0 && WallLocked() >= limits_.wall_s)
@@ -229,8 +244,10 @@ double Budget::FractionSpent() const {
   double f = 0;
   if (limits_.wall_s > 0) f = std::max(f, WallLocked() / limits_.wall_s);
   if (limits_.gpu_s > 0) f = std::max(f, spent_.gpu_s / limits_.gpu_s);
-  if (limits_.candidates > 0) f = std::max(f, double(spent_.candidates) / double(limits_.candidates));
-  if (limits_.llm_tokens > 0) f = std::max(f, double(spent_.llm_tokens) / double(limits_.llm_tokens));
+  if (limits_.candidates > 0)
+    f = std::max(f, double(spent_.candidates) / double(limits_.candidates));
+  if (limits_.llm_tokens > 0)
+    f = std::max(f, double(spent_.llm_tokens) / double(limits_.llm_tokens));
   if (limits_.llm_cost_usd > 0) f = std::max(f, spent_.llm_cost_usd / limits_.llm_cost_usd);
   return std::min(f, 1.0);
 }

@@ -60,6 +60,10 @@ class Budget {
 
   /// True once any limited dimension is spent.
   bool Exhausted() const;
+  /// True once a counted limit is spent: candidates, LLM tokens or cost
+  /// (limits a run never overruns; time limits may be, by finishing work and
+  /// by each task's first candidate).
+  bool CountsExhausted() const;
   /// Which limit ran out, in words ("wall time (10 min) spent"); "" if none.
   std::string ExhaustedReason() const;
   /// The largest fraction spent over the limited dimensions (0 when

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -505,6 +506,83 @@ TEST(Loop, AWinnerSlowerThanEagerKeepsTheReference) {
   auto runner2 = MakeReplayRunner(KernelReplay("synthetic"));
   Tuner tuner2(runner2.get(), store.get(), TuneOptions(dir2, "candidates=6"));
   EXPECT_FALSE(tuner2.Run({KernelTask(dir2)}).tasks[0].reference_kept);
+}
+
+// A runner whose capture takes a while (a fixed cost of every task).
+class SlowCaptureRunner : public CountingRunner {
+ public:
+  SlowCaptureRunner(std::unique_ptr<Runner> inner, int capture_ms, int eval_ms)
+      : CountingRunner(std::move(inner), eval_ms), capture_ms_(capture_ms) {}
+  TaskBundle Bundle(const Task& t, bool b, bool c) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(capture_ms_));
+    return CountingRunner::Bundle(t, b, c);
+  }
+
+ private:
+  int capture_ms_;
+};
+
+std::vector<LoopTask> KernelTasks(const fs::path& dir, int n, ReplayData* d) {
+  std::vector<LoopTask> tasks;
+  for (int i = 0; i < n; ++i) {
+    LoopTask t = KernelTask(dir);
+    t.task.name = fmt::format("t{}", i);
+    t.task.path = dir / (t.task.name + ".py");
+    WriteTextFileAtomic(t.task.path, "# a task recorded elsewhere\n");
+    d->bundles[t.task.name] = Bundle(t.task.name);
+    tasks.push_back(t);
+  }
+  return tasks;
+}
+
+// On the H200 a 10-minute run of the 51-task suite spent its budget by the
+// 32nd task: each share left out the captures still to come. Now the shares
+// set them aside, and every task's search measures a candidate whatever is
+// left of the run's time.
+TEST(Loop, AManyTaskRunSetsTheLaterTasksCapturesAsideAndTriesEveryTask) {
+  fs::path dir = testing::ScratchDir("loop-many-tasks");
+  ReplayData d = KernelReplay("synthetic");
+  std::vector<LoopTask> tasks = KernelTasks(dir, 5, &d);
+  auto store = MakeMemoryRunStore();
+  // Captures of 0.5 s each in a 4 s run: shares that ignored them gave the
+  // first task 0.7 s of search and the last none.
+  SlowCaptureRunner runner(MakeReplayRunner(d), 500, 30);
+  LoopOptions o = TuneOptions(dir, "wall=4s");
+  o.finalists = 0;
+  Tuner tuner(&runner, store.get(), o);
+  LoopResult r = tuner.Run(tasks);
+  ASSERT_EQ(r.tasks.size(), 5u);
+  std::vector<int> measured;
+  for (const auto& t : r.tasks) measured.push_back(t.measured);
+  for (int m : measured) EXPECT_GE(m, 3) << fmt::format("{}", fmt::join(measured, ", "));
+  EXPECT_GE(measured.back() * 2, measured.front()) << fmt::format("{}", fmt::join(measured, ", "));
+  EXPECT_LT(r.wall_s, 6.0);
+
+  // A run whose time is gone still measures each task's first candidate
+  // (the root and one child here)...
+  fs::path dir2 = testing::ScratchDir("loop-many-tasks-spent");
+  ReplayData d2 = KernelReplay("synthetic");
+  std::vector<LoopTask> tasks2 = KernelTasks(dir2, 3, &d2);
+  SlowCaptureRunner runner2(MakeReplayRunner(d2), 300, 10);
+  LoopOptions o2 = TuneOptions(dir2, "wall=0.2s");
+  o2.finalists = 0;
+  Tuner tuner2(&runner2, store.get(), o2);
+  LoopResult r2 = tuner2.Run(tasks2);
+  EXPECT_EQ(r2.status, RunStatus::kBudgetSpent);
+  for (const auto& t : r2.tasks) EXPECT_EQ(t.measured + t.failed, 2) << t.name;
+  // ...but never beyond a counted limit: once 4 candidates are spent, the
+  // last task's search measures nothing after its starting point.
+  fs::path dir3 = testing::ScratchDir("loop-many-tasks-counted");
+  ReplayData d3 = KernelReplay("synthetic");
+  std::vector<LoopTask> tasks3 = KernelTasks(dir3, 3, &d3);
+  SlowCaptureRunner runner3(MakeReplayRunner(d3), 0, 0);
+  LoopOptions o3 = TuneOptions(dir3, "candidates=4");
+  o3.finalists = 0;
+  Tuner tuner3(&runner3, store.get(), o3);
+  LoopResult r3 = tuner3.Run(tasks3);
+  ASSERT_EQ(r3.tasks.size(), 3u);
+  EXPECT_EQ(r3.tasks[0].measured + r3.tasks[1].measured, 4);
+  EXPECT_EQ(r3.tasks[2].measured, 1);
 }
 
 TEST(LoopProfile, TheWinnerIsProfiledOnceAndItsDiagnosesStored) {

@@ -211,6 +211,25 @@ class Tuner {
   double gpu_busy_s_ = 0;
   double profile_s_ = 0;
   int profiles_run_ = 0;  ///< profiles started (their mean cost guides the auto mode)
+  /// What the tasks run so far cost outside their searches (capture and
+  /// baselines before, finalists and the winner's profile after): the shares
+  /// of the tasks after them set it aside.
+  struct FixedCosts {
+    int tasks = 0;
+    double capture_s = 0;
+    double finish_s = 0;
+    void Add(double capture, double finish) {
+      ++tasks;
+      capture_s += capture;
+      finish_s += finish;
+    }
+    double per_task_s() const { return tasks > 0 ? (capture_s + finish_s) / tasks : 0; }
+  };
+  FixedCosts fixed_costs_;
 };
+
+/// Candidates each task's search evaluates whatever is left of the run's
+/// time (never beyond a counted limit: candidates, tokens, cost).
+inline constexpr int kMinCandidatesPerTask = 1;
 
 }  // namespace kopt

@@ -147,7 +147,9 @@ class TuneProposer : public Proposer {
   std::vector<Proposal> Propose(const ParentView& parent, int n) override {
     std::vector<Proposal> out;
     if (!base_ || n <= 0) return out;
-    if (budget_ && budget_->Exhausted()) return out;
+    // The loop decides when time is up (each task gets its first candidate
+    // whatever is left); counted limits end proposing here too.
+    if (budget_ && budget_->CountsExhausted()) return out;
     std::optional<Position> pos = Locate(parent);
     if (!pos) return out;
     const bool wide = parent.depth < options_.wide_depth;
