@@ -1,28 +1,31 @@
 #!/usr/bin/env bash
 # One GPU call of a whole-suite `kopt optimize` run that may span several
-# calls: restores the cache (device ceilings, bundles, memory) and the run
-# store carried in .devbin, runs or resumes until DEADLINE seconds after the
-# script started (SIGINT: the run stops cleanly and can be resumed), then
-# leaves the store, the result and the cache in OUT for the next call.
+# calls: restores the run's state carried in .devbin (the run store, device
+# ceilings, bundles and memory, as state.tgz.* pieces), runs or resumes until
+# DEADLINE seconds after the script started (SIGINT: the run stops cleanly and
+# can be resumed), then packs the state into OUT/state.tgz.* pieces of 15 MB
+# (a call returns files of 16 MiB at most; the suite's store reached 171 MB
+# raw in session 13) beside suite.json and the log.
 #
 #   bench/suite_call.sh OUT DEADLINE_S [RUN_ID] [-- extra optimize args]
 #
 # First call: no RUN_ID (extra args such as --profile none go to optimize).
-# Next calls: copy OUT/runs.db* and OUT/cache.tgz into .devbin, pass RUN_ID.
+# Next calls: copy OUT/state.tgz.* into .devbin, pass RUN_ID.
 set -u
 OUT=$1; DEADLINE=$2; RUN=${3:-}; shift 3 2>/dev/null || shift $#
 [ "${1:-}" = "--" ] && shift
 K=${KOPT:-.devbin/kopt}
 export KOPT_ROOT=${KOPT_ROOT:-$PWD} KOPT_CACHE=${KOPT_CACHE:-$PWD/.kopt/cache} PYTHONUNBUFFERED=1
 mkdir -p "$KOPT_CACHE"
-[ -f .devbin/cache.tgz ] && tar xzf .devbin/cache.tgz -C "$KOPT_CACHE"
-for f in .devbin/runs.db*; do [ -f "$f" ] && cp "$f" "$OUT/"; done
+if ls .devbin/state.tgz.* > /dev/null 2>&1; then cat .devbin/state.tgz.* | tar xzf - -C "$KOPT_CACHE"; fi
+store=$KOPT_CACHE/suite-runs.db
 left=$((DEADLINE - SECONDS))
 if [ -z "$RUN" ]; then
-  timeout -s INT -k 30 "$left" "$K" optimize tasks/ --store "$OUT/runs.db" --json "$OUT/suite.json" --out "$OUT/best" "$@"
+  timeout -s INT -k 30 "$left" "$K" optimize tasks/ --store "$store" --json "$OUT/suite.json" "$@"
 else
-  timeout -s INT -k 30 "$left" "$K" optimize --resume "$RUN" --store "$OUT/runs.db" --json "$OUT/suite.json" --out "$OUT/best" "$@"
+  timeout -s INT -k 30 "$left" "$K" optimize --resume "$RUN" --store "$store" --json "$OUT/suite.json" "$@"
 fi
 echo "optimize exit: $?"
-(cd "$KOPT_CACHE" && tar czf "$OUT/cache.tgz" $(ls -d devices bundles memory.db* 2>/dev/null))
+(cd "$KOPT_CACHE" && tar czf - $(ls -d suite-runs.db* devices bundles memory.db* 2>/dev/null)) |
+  split -b 15M -d - "$OUT/state.tgz."
 ls -la "$OUT"
