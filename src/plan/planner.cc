@@ -352,6 +352,25 @@ std::vector<PlanOption> MatchTemplates(const OpGraph& g,
                                   n.base, *dim)));
   }
 
+  // GroupNorm over [N, C, *spatial], with both affine parameters or neither.
+  if (const KernelTemplate* t = FindTemplate(templates, "norm"); t && sig.size() == 1) {
+    const GraphNode& n = *sig[0];
+    const bool affine_ok = n.in.size() == 1 || (n.in.size() == 3 && AbiOf(g, n.in[1]) == 1 &&
+                                                  AbiOf(g, n.in[2]) == 2);
+    auto groups = IntArg(n, 6, "group");
+    const Json* eps = OpGraph::Arg(n, 7, "eps");
+    if (n.base == "native_group_norm" && !n.in.empty() && !n.out.empty() &&
+        g.outputs[0] == n.out[0] && all_float(n) && AbiOf(g, n.in[0]) == 0 &&
+        rank_of(n.in[0]) >= 2 && affine_ok && groups && *groups >= 1) {
+      const double e = eps && eps->is_number() ? eps->get<double>() : 1e-5;
+      out.push_back(Instantiate(
+          *t, {{"KOPT_GROUPS", *groups}, {"KOPT_EPS_E12", std::llround(e * 1e12)}}, task_stem,
+          fmt::format("group norm over {} groups: one block per sample and group, the "
+                      "statistics in one read, then a channel-wise pass",
+                      *groups)));
+    }
+  }
+
   // 2-D pooling.
   if (const KernelTemplate* t = FindTemplate(templates, "pool"); t && sig.size() == 1) {
     const GraphNode& n = *sig[0];
