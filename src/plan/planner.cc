@@ -355,8 +355,8 @@ std::vector<PlanOption> MatchTemplates(const OpGraph& g,
   // GroupNorm over [N, C, *spatial], with both affine parameters or neither.
   if (const KernelTemplate* t = FindTemplate(templates, "norm"); t && sig.size() == 1) {
     const GraphNode& n = *sig[0];
-    const bool affine_ok = n.in.size() == 1 || (n.in.size() == 3 && AbiOf(g, n.in[1]) == 1 &&
-                                                  AbiOf(g, n.in[2]) == 2);
+    const bool affine_ok =
+        n.in.size() == 1 || (n.in.size() == 3 && AbiOf(g, n.in[1]) == 1 && AbiOf(g, n.in[2]) == 2);
     auto groups = IntArg(n, 6, "group");
     const Json* eps = OpGraph::Arg(n, 7, "eps");
     if (n.base == "native_group_norm" && !n.in.empty() && !n.out.empty() &&
@@ -369,6 +369,27 @@ std::vector<PlanOption> MatchTemplates(const OpGraph& g,
                       "statistics in one read, then a channel-wise pass",
                       *groups)));
     }
+  }
+
+  // Cross-entropy: log_softmax over the classes, then nll_loss without
+  // class weights.
+  if (const KernelTemplate* t = FindTemplate(templates, "loss");
+      t && bases == std::vector<std::string>{"_log_softmax", "nll_loss_forward"}) {
+    const GraphNode& ls = *sig[0];
+    const GraphNode& nll = *sig[1];
+    auto dim = IntArg(ls, 1, "dim");
+    auto reduction = IntArg(nll, 3, "reduction");
+    auto ignore = IntArg(nll, 4, "ignore_index");
+    const Json* weight = OpGraph::Arg(nll, 2, "weight");
+    const bool two_d = !ls.in.empty() && rank_of(ls.in[0]) == 2;
+    if (two_d && dim && (*dim == 1 || *dim == -1) && reduction && *reduction >= 0 &&
+        *reduction <= 2 && ignore && (!weight || weight->is_null()) && nll.in.size() == 2 &&
+        nll.in[0] == ls.out[0] && all_float(ls) && AbiOf(g, ls.in[0]) == 0 &&
+        AbiOf(g, nll.in[1]) == 1 && !nll.out.empty() && g.outputs[0] == nll.out[0])
+      out.push_back(Instantiate(
+          *t, {{"KOPT_REDUCTION", *reduction}, {"KOPT_IGNORE_INDEX", *ignore}}, task_stem,
+          "cross-entropy: a warp per row with an online max and sum (one read of the logits), "
+          "a deterministic sum of the rows' losses"));
   }
 
   // 2-D pooling.

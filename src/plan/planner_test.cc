@@ -68,6 +68,8 @@ TEST(Planner, MatchesEachTemplateToItsPatternWithSlotsFromTheArgs) {
   expect("level1_13_argmax", "reduce/reduce_dim", {{"KOPT_DIM", 1}, {"KOPT_OP", 6}});
   expect("level1_08_groupnorm", "norm/group_norm",
          {{"KOPT_GROUPS", 32}, {"KOPT_EPS_E12", 10000000}});
+  expect("level1_20_cross_entropy", "loss/cross_entropy",
+         {{"KOPT_REDUCTION", 1}, {"KOPT_IGNORE_INDEX", -100}});
   expect("level1_14_maxpool2d", "pool/pool2d",
          {{"KOPT_MAX", 1}, {"KOPT_KH", 3}, {"KOPT_SH", 2}, {"KOPT_PH", 1}, {"KOPT_CEIL_MODE", 0}});
   expect("level1_15_avgpool2d", "pool/pool2d",
