@@ -10,8 +10,8 @@
 // reduction each block adds its warps' losses and counts in a fixed order
 // into a partial, and a second kernel of one block adds the partials in a
 // fixed order: the result does not depend on timing (no atomics).
-#include <kopt/abi.h>
 #include <cuda_runtime.h>
+#include <kopt/abi.h>
 #include <math.h>
 #include <stdint.h>
 

@@ -16,15 +16,15 @@
 // The second read mostly hits L2 when the rows resident at once (blocks per
 // SM x SMs x row bytes) fit in it; the floor's share then approaches one
 // DRAM read and one write.
-#include <kopt/abi.h>
 #include <cuda_runtime.h>
+#include <kopt/abi.h>
 #include <math.h>
 #include <stdint.h>
 
-#define KOPT_GROUPS 32  // slot: num_groups; must divide the channel count (dim 1)
+#define KOPT_GROUPS 32         // slot: num_groups; must divide the channel count (dim 1)
 #define KOPT_EPS_E12 10000000  // slot: eps x 1e12 rounded to an integer (1e-5 -> 10000000)
 
-// kopt:knob THREADS 512 128..1024*2 threads per block (one block per sample and group): more threads per row or more rows resident
+// kopt:knob THREADS 512 128..1024*2 threads per row's block: more threads or more rows resident
 constexpr int THREADS = 512;
 // kopt:knob UNROLL 4 {1,2,4} float4 loads in flight per thread in each pass
 constexpr int UNROLL = 4;
