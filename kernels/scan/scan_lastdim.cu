@@ -215,6 +215,7 @@ struct LookbackState {
   double* inc;
 };
 
+#ifndef KOPT_HOST_EMULATION
 __device__ __forceinline__ int ld_acquire(const int* p) {
   int v;
   asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
@@ -223,6 +224,12 @@ __device__ __forceinline__ int ld_acquire(const int* p) {
 __device__ __forceinline__ void st_release(int* p, int v) {
   asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
+#else  // verified on the CPU (include/kopt/host_cuda.h)
+inline int ld_acquire(const int* p) {
+  return std::atomic_ref<int>(*const_cast<int*>(p)).load(std::memory_order_acquire);
+}
+inline void st_release(int* p, int v) { std::atomic_ref<int>(*p).store(v, std::memory_order_release); }
+#endif
 
 // One tile per block; tile order (row-major, scan order within a row) is the
 // order of the ticket, so a tile only waits for tiles that already run.

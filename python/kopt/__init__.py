@@ -160,6 +160,8 @@ class CudaModule:
             self._init.argtypes = [ctypes.POINTER(KoptTensor), ctypes.c_int, ctypes.c_void_p]
         self._initialized = False
         self._lock = threading.Lock()
+        # Built by `--arch host` against kopt/host_cuda.h: its kernels run on the CPU.
+        self.host_emulated = hasattr(self._lib, "kopt_host_emulation")
 
     @property
     def has_init(self) -> bool:

@@ -330,12 +330,17 @@ class CudaCandidate:
     def __init__(self, so_path: str, ref: Reference, device):
         if not isinstance(so_path, str) or not so_path:
             raise BadRequest("cuda candidate needs `so`")
-        if not device.is_cuda:
-            raise CandidateLoadError("cuda candidates need a CUDA device (worker runs on cpu)")
         try:
             self.mod: CudaModule = load_so(so_path)
         except LoadError as e:
             raise CandidateLoadError(str(e), e) from e
+        # A build for the host (`--arch host`, include/kopt/host_cuda.h) runs
+        # its kernels on the CPU: only the CPU worker takes it, to verify.
+        if self.mod.host_emulated != (not device.is_cuda):
+            raise CandidateLoadError(
+                "cuda candidates need a CUDA device (worker runs on cpu): build with --arch host to "
+                "verify one on the CPU" if not device.is_cuda else
+                "this candidate was built for the host (--arch host): it cannot run on a GPU")
         self.ref = ref
         self.device = device
         # One private copy of params/buffers for the whole request: kopt_init
@@ -375,7 +380,7 @@ class CudaCandidate:
         mod = self.mod
         import ctypes
 
-        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream if dev.type == "cuda" else None)
         mod.init(ins, in_arr, stream)
         fn_keep = ins  # the arrays point into these tensors
 

@@ -51,11 +51,16 @@ class Builder {
   virtual std::vector<BuildResult> BuildAll(const std::vector<BuildRequest>& requests) = 0;
 };
 
+/// The arch of a build that runs on the CPU: the host's C++ compiler against
+/// include/kopt/host_cuda.h (src/build/host_emulation.h), for verification
+/// where no GPU is; such a build's timings mean nothing.
+inline constexpr char kHostArch[] = "host";
+
 struct BuilderOptions {
   std::filesystem::path cache_dir;    ///< required; created when missing
   std::filesystem::path include_dir;  ///< folder holding kopt/abi.h; empty: no -I
   std::string nvcc;            ///< empty: $KOPT_NVCC, then PATH, then /usr/local/cuda/bin/nvcc
-  std::string arch = "sm_90";  ///< sm_NN or sm_NNa (e.g. sm_90a for wgmma/TMA)
+  std::string arch = "sm_90";  ///< sm_NN or sm_NNa (e.g. sm_90a for wgmma/TMA), or kHostArch
   int jobs = 0;                ///< parallel compiles; 0: hardware threads
   double timeout_s = 120;      ///< per compile; 0: none
 };

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "build/builder.h"
+#include "build/host_emulation.h"
 #include "build/ptxas_report.h"
 #include "core/error.h"
 #include "core/hash.h"
@@ -133,7 +134,8 @@ bool IsPublished(const fs::path& dir) {
 
 class NvccBuilder : public Builder {
  public:
-  explicit NvccBuilder(const BuilderOptions& options) : options_(options) {
+  explicit NvccBuilder(const BuilderOptions& options)
+      : options_(options), host_(options.arch == kHostArch) {
     if (options_.cache_dir.empty()) {
       throw Error("BuilderOptions::cache_dir is empty: give the builder a cache folder.");
     }
@@ -152,15 +154,27 @@ class NvccBuilder : public Builder {
                     " holds no kopt/abi.h: pass the repository's include/ folder.");
       }
       abi_header_ = ReadTextFile(abi);
+      if (host_) host_header_ = ReadTextFile(options_.include_dir / "kopt" / "host_cuda.h");
     }
-    GencodeFlag(options_.arch);  // throws for a bad arch now, not at the first build
-    nvcc_ = FindNvcc(options_.nvcc);
+    if (host_ && options_.include_dir.empty())
+      throw Error("--arch host needs the include folder that holds kopt/host_cuda.h.");
     ProcessOptions version_options;
     version_options.timeout_s = 60;
+    if (host_) {  // the CPU emulation: the host's C++ compiler
+      const char* cxx = std::getenv("CXX");
+      nvcc_ = cxx && *cxx ? cxx : FindOnPath("c++");
+      if (nvcc_.empty()) nvcc_ = FindOnPath("g++");
+      if (nvcc_.empty())
+        throw Error("no C++ compiler found for --arch host: install g++ or set CXX.");
+    } else {
+      GencodeFlag(options_.arch);  // throws for a bad arch now, not at the first build
+      nvcc_ = FindNvcc(options_.nvcc);
+    }
     ProcessResult version = RunProcess({nvcc_, "--version"}, version_options);
     if (!version.ok()) {
       throw Error("cannot run '" + nvcc_ + " --version' (" + version.err +
-                  "): check the CUDA toolkit installation or set KOPT_NVCC.");
+                  (host_ ? "): check the C++ compiler or set CXX."
+                         : "): check the CUDA toolkit installation or set KOPT_NVCC."));
     }
     nvcc_version_ = version.out;
     int jobs = options_.jobs > 0
@@ -233,7 +247,17 @@ class NvccBuilder : public Builder {
     std::vector<std::string> flags = NvccFlags(options_, request);
     BuildResult r;
     r.arch = options_.arch;
-    r.hash = ContentHash({request.source, Join(flags, "\n"), nvcc_version_, abi_header_});
+    std::string source = request.source;
+    if (host_) {
+      HostSource h = HostEmulationSource(request.source);
+      if (!h.ok) {
+        r.log = "kopt: this candidate cannot run on the host (--arch host): " + h.why_not + ".\n";
+        return r;
+      }
+      source = std::move(h.source);
+    }
+    r.hash = ContentHash(
+        {source, Join(flags, "\n"), nvcc_version_, abi_header_, host_ ? host_header_ : ""});
     fs::path dir = options_.cache_dir / r.hash;
     if (auto published = LoadPublished(dir)) return *published;
 
@@ -249,7 +273,7 @@ class NvccBuilder : public Builder {
       throw Error("cannot create " + tmp.string() + ": " + ec.message() +
                   "; check permissions and free disk space.");
     }
-    WriteTextFileAtomic(tmp / kSourceName, request.source);
+    WriteTextFileAtomic(tmp / kSourceName, source);
 
     std::vector<std::string> argv = {nvcc_};
     argv.insert(argv.end(), flags.begin(), flags.end());
@@ -264,17 +288,18 @@ class NvccBuilder : public Builder {
     if (!r.log.empty() && r.log.back() != '\n') r.log += '\n';
     r.resources = ParsePtxasReport(r.log);
     std::string label = request.name.empty() ? "" : " (" + request.name + ")";
+    const char* tool = host_ ? "the C++ compiler" : "nvcc";
     if (p.timed_out) {
-      r.log += fmt::format("kopt: nvcc timed out after {:g} s{} and was killed.\n",
+      r.log += fmt::format("kopt: {} timed out after {:g} s{} and was killed.\n", tool,
                            options_.timeout_s, label);
     } else if (p.spawn_failed) {
       r.log += "kopt: cannot run " + nvcc_ + label + ": " + p.err + "\n";
     } else if (p.term_signal != 0) {
-      r.log += fmt::format("kopt: nvcc{} was killed by signal {}.\n", label, p.term_signal);
+      r.log += fmt::format("kopt: {}{} was killed by signal {}.\n", tool, label, p.term_signal);
     } else if (p.exit_code != 0) {
-      r.log += fmt::format("kopt: nvcc{} failed with exit status {}.\n", label, p.exit_code);
+      r.log += fmt::format("kopt: {}{} failed with exit status {}.\n", tool, label, p.exit_code);
     } else if (!fs::is_regular_file(tmp / kObjectName, ec)) {
-      r.log += "kopt: nvcc" + label + " succeeded but wrote no " + kObjectName + ".\n";
+      r.log += fmt::format("kopt: {}{} succeeded but wrote no {}.\n", tool, label, kObjectName);
     } else {
       r.ok = true;
     }
@@ -296,13 +321,20 @@ class NvccBuilder : public Builder {
   BuilderOptions options_;
   std::string nvcc_;
   std::string nvcc_version_;
+  bool host_ = false;              // --arch host: g++ against kopt/host_cuda.h
   std::string abi_header_;         // hashed, so an ABI change rebuilds everything
+  std::string host_header_;        // hashed too, for host builds
   std::unique_ptr<JobPool> pool_;  // last: its threads stop before the rest goes
 };
 
 }  // namespace
 
 std::vector<std::string> NvccFlags(const BuilderOptions& options, const BuildRequest& request) {
+  if (options.arch == kHostArch) {
+    std::vector<std::string> flags = HostFlags(options.include_dir.string());
+    flags.insert(flags.end(), request.extra_flags.begin(), request.extra_flags.end());
+    return flags;
+  }
   std::vector<std::string> flags = {"-std=c++17", "-O3",   "-lineinfo",
                                     "-Xcompiler", "-fPIC", "-shared",
                                     "-Xptxas",    "-v",    GencodeFlag(options.arch)};

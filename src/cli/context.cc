@@ -84,7 +84,7 @@ void AddCommonOptions(CLI::App* app, CommonOptions* o) {
           "cpu|cuda[:N]"));
   app->add_option("--cache", o->cache_dir,
                   "Cache folder for builds, ceilings and bundles (default: ~/.cache/kopt)");
-  app->add_option("--arch", o->arch, "nvcc target, e.g. sm_90 or sm_90a (default: the GPU's)");
+  app->add_option("--arch", o->arch, "nvcc target, e.g. sm_90 or sm_90a (default: the GPU's), or host: the C++ compiler, kernels emulated on the CPU (the default with --device cpu; verification only)");
   app->add_option("--python", o->python,
                   "Python with PyTorch for the worker (default: $KOPT_PYTHON, python3)")
       ->check(CLI::Validator(
@@ -168,7 +168,9 @@ Context MakeContext(const CommonOptions& o) {
   c.arch = o.arch;
   if (c.arch.empty()) {
     int cc = o.device.rfind("cuda", 0) == 0 ? CudaComputeCapability(0) : 0;
-    c.arch = cc ? fmt::format("sm_{}", cc) : "sm_90";
+    // A CPU worker can run only host builds of cuda candidates (their kernels
+    // emulated on the CPU: include/kopt/host_cuda.h), so that is its default.
+    c.arch = o.device == "cpu" ? kHostArch : cc ? fmt::format("sm_{}", cc) : "sm_90";
   }
   BuilderOptions bo;
   bo.cache_dir = c.cache_dir / "builds";

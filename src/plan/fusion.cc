@@ -949,6 +949,7 @@ class Builder {
       if (!p_.leaves[l].full && !p_.leaves[l].col) s += fmt::format("  KoptBcast b{};\n", l);
     }
     s += "  int64_t cols;\n";
+    s += "  bool cv;  // cols % VEC == 0: an aligned step stays in one row\n";
     for (const Output& o : p_.outputs) s += fmt::format("  {}* __restrict__ o{};\n", o.type, o.abi);
     s += "};\n\n";
     return s;
@@ -981,7 +982,7 @@ class Builder {
     s += "  if (F.ndim < 1) return 2;\n";
     s += "  const int64_t n = kopt_numel(F);\n  const int64_t cols = F.shape[F.ndim - 1];\n";
     s += "  const int64_t rows = cols > 0 ? n / cols : 0;\n  (void)rows;\n";
-    s += "  Args a;\n  a.cols = cols;\n";
+    s += "  Args a;\n  a.cols = cols;\n  a.cv = false;\n";
     for (std::size_t l = 0; l < p_.leaves.size(); ++l) {
       const Leaf& leaf = p_.leaves[l];
       s += fmt::format(
@@ -1050,9 +1051,96 @@ class Builder {
     for (const Output& o : p_.outputs) one += fmt::format("  a.o{}[i] = {};\n", o.abi, o.name);
     one += "}\n\n";
     s += one;
-    s += "template <int VEC>\n__global__ void __launch_bounds__(THREADS) fused_kernel(Args a, "
-         "int64_t n) {\n";
+    s += ElementwiseKernel(defs, leaves);
+    std::string launch =
+        "  const bool vec = VEC > 1 && (align % (sizeof(float) * VEC)) == 0;\n"
+        "  const int W = vec ? VEC : 1;\n"
+        "  a.cv = cols % W == 0;\n";
+    for (int l : leaves) {
+      const Leaf& leaf = p_.leaves[static_cast<std::size_t>(l)];
+      if (!leaf.full && !leaf.col)
+        launch += fmt::format("  a.b{0}.vc = kopt_bcast_vec_const(a.b{0}, W);\n", l);
+    }
+    launch +=
+        "  const int64_t per_block = (int64_t)THREADS * ILP * W;\n"
+        "  const int64_t blocks = (n + per_block - 1) / per_block;\n"
+        "  if (blocks > 0x7fffffffLL) return 7;\n"
+        "  const bool i32 = n + per_block <= 0x7fffffffLL;\n"
+        "  if (vec && i32)\n"
+        "    fused_kernel<VEC, true><<<(unsigned)blocks, THREADS, 0, st>>>(a, n);\n"
+        "  else if (vec)\n"
+        "    fused_kernel<VEC, false><<<(unsigned)blocks, THREADS, 0, st>>>(a, n);\n"
+        "  else if (i32)\n"
+        "    fused_kernel<1, true><<<(unsigned)blocks, THREADS, 0, st>>>(a, n);\n"
+        "  else\n"
+        "    fused_kernel<1, false><<<(unsigned)blocks, THREADS, 0, st>>>(a, n);\n";
+    s += Forward(launch);
+    return s;
+  }
+
+  /// The elementwise kernel. A thread owns ILP steps of VEC consecutive
+  /// elements, THREADS * VEC apart. When all of them are in range (every
+  /// block but the last) it issues every load before the first store, so
+  /// ILP * VEC loads per input are in flight; a broadcast input constant
+  /// over an aligned step is read once per step, and a last-dim one indexed
+  /// from the step's column; indices are 32-bit when they fit.
+  std::string ElementwiseKernel(const std::vector<const Def*>& defs,
+                                const std::set<int>& leaves) const {
+    std::string s =
+        "template <int VEC, bool I32>\n__global__ void __launch_bounds__(THREADS) "
+        "fused_kernel(Args a, int64_t n) {\n";
     s += "  const int64_t start = ((int64_t)blockIdx.x * THREADS * ILP + threadIdx.x) * VEC;\n";
+    s += "  if (start + ((int64_t)(ILP - 1) * THREADS + 1) * VEC <= n) {\n";
+    bool any_bcast = false;
+    for (int l : leaves) {
+      const Leaf& leaf = p_.leaves[static_cast<std::size_t>(l)];
+      if (leaf.full) s += fmt::format("    float L{}[ILP][VEC];\n", l);
+      if (!leaf.full && !leaf.col) {
+        s += fmt::format("    float G{}[ILP];\n", l);
+        any_bcast = true;
+      }
+    }
+    s += "#pragma unroll\n    for (int k = 0; k < ILP; ++k) {\n";
+    s += "      const int64_t i0 = start + (int64_t)k * THREADS * VEC;\n      (void)i0;\n";
+    for (int l : leaves) {
+      const Leaf& leaf = p_.leaves[static_cast<std::size_t>(l)];
+      if (leaf.full) s += fmt::format("      kopt_load<VEC>(a.p{0}, i0, L{0}[k]);\n", l);
+      else if (!leaf.col)
+        s += fmt::format(
+            "      G{0}[k] = a.b{0}.vc ? __ldg(a.p{0} + kopt_bidx_t<I32>(a.b{0}, i0)) : 0.0f;\n", l);
+    }
+    (void)any_bcast;
+    s += "    }\n";
+    s += "#pragma unroll\n    for (int k = 0; k < ILP; ++k) {\n";
+    s += "      const int64_t i0 = start + (int64_t)k * THREADS * VEC;\n";
+    s += "      const int64_t c0 = kopt_mod_t<I32>(i0, a.cols);\n      (void)c0;\n";
+    for (const Output& o : p_.outputs) s += fmt::format("      {} O{}[VEC];\n", o.type, o.abi);
+    s += "#pragma unroll\n      for (int u = 0; u < VEC; ++u) {\n";
+    s += "        const int64_t i = i0 + u;\n        (void)i;\n";
+    for (int l : leaves) {
+      const Leaf& leaf = p_.leaves[static_cast<std::size_t>(l)];
+      if (leaf.full)
+        s += fmt::format("        const float x{0} = L{0}[k][u];\n", l);
+      else if (leaf.col)
+        s += fmt::format(
+            "        const float x{0} = __ldg(a.p{0} + (a.cv ? c0 + u : kopt_mod_t<I32>(i, "
+            "a.cols)));\n",
+            l);
+      else
+        s += fmt::format(
+            "        const float x{0} = a.b{0}.vc ? G{0}[k] : __ldg(a.p{0} + "
+            "kopt_bidx_t<I32>(a.b{0}, i));\n",
+            l);
+    }
+    for (const Def* d : defs)
+      s += fmt::format("        const {} {} = {};\n", d->type, d->name, d->expr);
+    for (const Output& o : p_.outputs)
+      if (o.kind == Kind::kElem) s += fmt::format("        O{0}[u] = {1};\n", o.abi, o.name);
+    s += "      }\n";
+    for (const Output& o : p_.outputs)
+      s += fmt::format("      kopt_store<VEC>(a.o{0}, i0, O{0});\n", o.abi);
+    s += "    }\n    return;\n  }\n";
+    // The last block: step by step, its tail one element at a time.
     s += "#pragma unroll\n  for (int k = 0; k < ILP; ++k) {\n";
     s += "    const int64_t i0 = start + (int64_t)k * THREADS * VEC;\n";
     s += "    if (i0 >= n) break;\n";
@@ -1063,15 +1151,6 @@ class Builder {
     for (const Output& o : p_.outputs)
       s += fmt::format("    kopt_store<VEC>(a.o{0}, i0, O{0});\n", o.abi);
     s += "  }\n}\n\n";
-    s += Forward(
-        "  const bool vec = VEC > 1 && (align % (sizeof(float) * VEC)) == 0;\n"
-        "  const int64_t per_block = (int64_t)THREADS * ILP * (vec ? VEC : 1);\n"
-        "  const int64_t blocks = (n + per_block - 1) / per_block;\n"
-        "  if (blocks > 0x7fffffffLL) return 7;\n"
-        "  if (vec)\n"
-        "    fused_kernel<VEC><<<(unsigned)blocks, THREADS, 0, st>>>(a, n);\n"
-        "  else\n"
-        "    fused_kernel<1><<<(unsigned)blocks, THREADS, 0, st>>>(a, n);\n");
     return s;
   }
 
@@ -1311,8 +1390,11 @@ __device__ __forceinline__ void kopt_arg_min(float& v, long long& i, float x, lo
 }
 
 // How a broadcast input is indexed: idx = sum_k (i / div[k]) % mod[k] * mul[k].
+// `vc`: every div is a multiple of the launch's VEC, so the VEC elements of
+// an aligned step share one broadcast value (a per-channel bias over H*W).
 struct KoptBcast {
   int n;
+  bool vc;
   int64_t div[4], mod[4], mul[4];
 };
 __device__ __forceinline__ int64_t kopt_bidx(const KoptBcast& b, int64_t i) {
@@ -1322,11 +1404,36 @@ __device__ __forceinline__ int64_t kopt_bidx(const KoptBcast& b, int64_t i) {
     if (k < b.n) r += (i / b.div[k]) % b.mod[k] * b.mul[k];
   return r;
 }
+// The same in 32-bit unsigned arithmetic (a 64-bit division is an emulated
+// call of ~70 instructions, a 32-bit one ~20) when every index fits.
+template <bool I32>
+__device__ __forceinline__ int64_t kopt_bidx_t(const KoptBcast& b, int64_t i) {
+  if constexpr (!I32) {
+    return kopt_bidx(b, i);
+  } else {
+    uint32_t r = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      if (k < b.n) r += ((uint32_t)i / (uint32_t)b.div[k]) % (uint32_t)b.mod[k] * (uint32_t)b.mul[k];
+    return (int64_t)r;
+  }
+}
+template <bool I32>
+__device__ __forceinline__ int64_t kopt_mod_t(int64_t i, int64_t m) {
+  if constexpr (I32) return (int64_t)((uint32_t)i % (uint32_t)m);
+  else return i % m;
+}
+static inline bool kopt_bcast_vec_const(const KoptBcast& b, int vec) {
+  for (int k = 0; k < b.n; ++k)
+    if (b.div[k] % vec != 0) return false;
+  return true;
+}
 // Right-aligns t's shape against F's; merges runs of dims that t either
 // follows or broadcasts. False when t does not broadcast to F or needs more
 // than four terms.
 static inline bool kopt_make_bcast(const kopt_tensor& t, const kopt_tensor& F, KoptBcast* b) {
   b->n = 0;
+  b->vc = false;
   int64_t out_stride = 1, in_stride = 1;
   int k = -1;  // the term being grown; -1: none
   bool last_full = false;

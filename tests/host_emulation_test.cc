@@ -1,0 +1,142 @@
+// CUDA candidates verified on the CPU (`--arch host`, include/kopt/host_cuda.h):
+// the fusion generator's kernels and the template library's, planned from
+// small tasks' op graphs (tests/data/host_emulation, one per op class) and
+// judged by the full verifier of a CPU worker through `kopt eval --device
+// cpu`; a kernel with one deliberate error is rejected the same way.
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "build/host_emulation.h"
+#include "core/json.h"
+#include "core/subprocess.h"
+#include "core/task.h"
+#include "plan/planner.h"
+#include "plan/templates.h"
+#include "run/worker_channel.h"
+#include "testing/paths.h"
+
+namespace kopt {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path Data() { return testing::SourceDir() / "tests" / "data" / "host_emulation"; }
+
+/// `kopt eval TASK CU --device cpu`: the verdict line of the candidate.
+ProcessResult Eval(const fs::path& task, const fs::path& cu, const fs::path& json) {
+  ProcessOptions o;
+  o.timeout_s = 600;
+  o.env["KOPT_CACHE"] = testing::ScratchDir("host-emulation-cache").string();
+  return RunProcess({KOPT_BINARY, "eval", task.string(), cu.string(), "--device", "cpu",
+                     "--max-seconds", "0.05", "--json", json.string()},
+                    o);
+}
+
+std::string Verdict(const fs::path& json) {
+  const Json j = ReadJsonFile(json);
+  const Json& rec = j.at("records").at(0);
+  return rec.at("outcome").value("verdict", rec.at("outcome").value("kind", "?"));
+}
+
+/// The plan's cuda options for one task: label -> source.
+std::map<std::string, std::string> CudaOptions(WorkerChannel* worker, const fs::path& task) {
+  WorkerReply r = worker->Call(Json{{"op", "graph"}, {"task", task.string()}}, 300);
+  EXPECT_TRUE(r.ok()) << task << ": " << r.message;
+  TaskBundle b;
+  b.graph = r.body.value("graph", Json::object());
+  b.floor_ms = 1.0;
+  PlanInputs in;
+  in.bundle = &b;
+  in.task_stem = task.stem().string();
+  in.templates = LoadTemplates(testing::SourceDir() / "kernels");
+  std::map<std::string, std::string> out;
+  for (const PlanOption& o : MakePlan(in).options)
+    if (o.candidate.kind == CandidateKind::kCuda) out[o.label] = o.candidate.source;
+  return out;
+}
+
+TEST(HostEmulation, RewritesLaunchesAndDynamicSharedMemory) {
+  const HostSource h = HostEmulationSource(
+      "extern __shared__ __align__(16) float smem[];\n"
+      "k<VEC, true><<<(unsigned)blocks, THREADS, 0, st>>>(a, f(n, 2));\n"
+      "ns::k2<<<g, b>>>(x);\n");
+  ASSERT_TRUE(h.ok) << h.why_not;
+  EXPECT_NE(h.source.find("float* const smem = reinterpret_cast<float*>(::kopt_host::dynamic_smem());"),
+            std::string::npos)
+      << h.source;
+  EXPECT_NE(h.source.find("::kopt_host::launch([&]() { k<VEC, true>(a, f(n, 2)); }, "
+                          "(unsigned)blocks, THREADS, 0, st);"),
+            std::string::npos)
+      << h.source;
+  EXPECT_NE(h.source.find("::kopt_host::launch([&]() { ns::k2(x); }, g, b);"), std::string::npos)
+      << h.source;
+  EXPECT_FALSE(HostEmulationSource("asm volatile(\"mma.sync ...\");").ok);
+  EXPECT_FALSE(HostEmulationSource("#include <cuda_bf16.h>\n").ok);
+}
+
+TEST(HostEmulation, GeneratedAndTemplateKernelsPassTheVerifierOnTheCpu) {
+  WorkerOptions wo;
+  wo.repo_root = testing::SourceDir();
+  wo.device = "cpu";
+  wo.cache_dir = testing::ScratchDir("host-emulation-worker");
+  auto worker = MakeProcessWorker(wo);
+  const fs::path out = testing::ScratchDir("host-emulation-kernels");
+  std::set<std::string> verified;  // "<task>: <label>"
+  std::set<std::string> skipped;
+  for (const auto& e : fs::directory_iterator(Data())) {
+    if (e.path().extension() != ".py") continue;
+    const auto options = CudaOptions(worker.get(), e.path());
+    EXPECT_FALSE(options.empty()) << e.path().stem() << ": the plan offers no cuda kernel";
+    int n = 0;
+    for (const auto& [label, source] : options) {
+      if (!HostEmulationSource(source).ok) {
+        skipped.insert(e.path().stem().string() + ": " + label);
+        continue;
+      }
+      const fs::path cu = out / fmt::format("{}_{}.cu", e.path().stem().string(), n);
+      const fs::path json = out / fmt::format("{}_{}.json", e.path().stem().string(), n++);
+      WriteTextFileAtomic(cu, source);
+      ProcessResult r = Eval(e.path(), cu, json);
+      ASSERT_TRUE(fs::exists(json)) << label << "\n" << r.out << r.err;
+      EXPECT_EQ(Verdict(json), "measured") << e.path().stem() << ": " << label << "\n"
+                                           << r.out << r.err;
+      if (r.exit_code == 0) verified.insert(e.path().stem().string() + ": " + label);
+    }
+  }
+  for (const auto& v : verified) std::cout << "verified on the CPU: " << v << "\n";
+  for (const auto& s : skipped) std::cout << "not emulatable: " << s << "\n";
+  // Every op class of tests/data/host_emulation reached the verifier.
+  EXPECT_GE(verified.size(), 9u);
+}
+
+TEST(HostEmulation, AKernelWithOneWrongStoreIsRejected) {
+  WorkerOptions wo;
+  wo.repo_root = testing::SourceDir();
+  wo.device = "cpu";
+  wo.cache_dir = testing::ScratchDir("host-emulation-worker");
+  auto worker = MakeProcessWorker(wo);
+  const fs::path task = Data() / "silu_bias_channel.py";
+  std::string source;
+  for (const auto& [label, s] : CudaOptions(worker.get(), task))
+    if (s.find("fusion generator") != std::string::npos) source = s;
+  ASSERT_FALSE(source.empty());
+  // Every element store off by 0.1%: the verifier's tolerance is far tighter.
+  const std::string wrong = std::regex_replace(source, std::regex(R"((O0\[u\] = ))"), "$1 1.001f * ");
+  ASSERT_NE(wrong, source);
+  const fs::path dir = testing::ScratchDir("host-emulation-wrong");
+  WriteTextFileAtomic(dir / "wrong.cu", wrong);
+  ProcessResult r = Eval(task, dir / "wrong.cu", dir / "wrong.json");
+  EXPECT_NE(r.exit_code, 0);
+  ASSERT_TRUE(fs::exists(dir / "wrong.json")) << r.out << r.err;
+  EXPECT_EQ(Verdict(dir / "wrong.json"), "incorrect") << r.out << r.err;
+}
+
+}  // namespace
+}  // namespace kopt
