@@ -168,7 +168,7 @@ def test_evaluate_bad_candidates(worker):
     r = evaluate(worker, "linear_relu.py", hybrid("missing_candidate.py"))
     assert r["ok"] is False and r["error"]["kind"] == "candidate_load"
     r = evaluate(worker, "linear_relu.py", {"kind": "cuda", "so": "/nonexistent.so"})
-    assert r["ok"] is False and r["error"]["kind"] == "candidate_load"  # no CUDA device here
+    assert r["ok"] is False and r["error"]["kind"] == "candidate_load"  # no such file
     r = evaluate(worker, "linear_relu.py", {"kind": "triton"})
     assert r["ok"] is False and r["error"]["kind"] == "bad_request"
 
