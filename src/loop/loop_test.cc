@@ -570,6 +570,19 @@ TEST(Loop, AManyTaskRunSetsTheLaterTasksCapturesAsideAndTriesEveryTask) {
   LoopResult r2 = tuner2.Run(tasks2);
   EXPECT_EQ(r2.status, RunStatus::kBudgetSpent);
   for (const auto& t : r2.tasks) EXPECT_EQ(t.measured + t.failed, 2) << t.name;
+  // A run whose fixed costs still to come exceed what is left (five captures
+  // of 0.5 s in 1.5 s) gives each task its first candidate, the first task
+  // too: its share is nothing, not unlimited.
+  fs::path dir4 = testing::ScratchDir("loop-many-tasks-reserve");
+  ReplayData d4 = KernelReplay("synthetic");
+  std::vector<LoopTask> tasks4 = KernelTasks(dir4, 5, &d4);
+  SlowCaptureRunner runner4(MakeReplayRunner(d4), 500, 30);
+  LoopOptions o4 = TuneOptions(dir4, "wall=1.5s");
+  o4.finalists = 0;
+  Tuner tuner4(&runner4, store.get(), o4);
+  LoopResult r4 = tuner4.Run(tasks4);
+  ASSERT_EQ(r4.tasks.size(), 5u);
+  for (const auto& t : r4.tasks) EXPECT_EQ(t.measured + t.failed, 2) << t.name;
   // ...but never beyond a counted limit: once 4 candidates are spent, the
   // last task's search measures nothing after its starting point.
   fs::path dir3 = testing::ScratchDir("loop-many-tasks-counted");

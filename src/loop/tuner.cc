@@ -96,15 +96,19 @@ BudgetLimits Share(const BudgetLimits& limits, const BudgetSpent& spent, int lef
                    double reserve_wall_s) {
   BudgetLimits s;
   left = std::max(left, 1);
+  // A limited share that comes out at nothing is the smallest positive one:
+  // 0 reads as "no limit" (on the H200, a suite whose fixed costs exceeded
+  // the budget gave its first tasks unlimited shares: 3 tasks in 9 minutes).
+  constexpr double kNothing = 1e-9;
   if (limits.wall_s > 0)
-    s.wall_s = std::max(0.0, limits.wall_s - spent.wall_s - reserve_wall_s) / left;
-  if (limits.gpu_s > 0) s.gpu_s = std::max(0.0, limits.gpu_s - spent.gpu_s) / left;
+    s.wall_s = std::max(kNothing, (limits.wall_s - spent.wall_s - reserve_wall_s) / left);
+  if (limits.gpu_s > 0) s.gpu_s = std::max(kNothing, (limits.gpu_s - spent.gpu_s) / left);
   if (limits.candidates > 0)
     s.candidates = std::max<long long>(1, (limits.candidates - spent.candidates + left - 1) / left);
   if (limits.llm_tokens > 0)
     s.llm_tokens = std::max<long long>(1, (limits.llm_tokens - spent.llm_tokens) / left);
   if (limits.llm_cost_usd > 0)
-    s.llm_cost_usd = std::max(0.0, limits.llm_cost_usd - spent.llm_cost_usd) / left;
+    s.llm_cost_usd = std::max(kNothing, (limits.llm_cost_usd - spent.llm_cost_usd) / left);
   return s;
 }
 
