@@ -71,6 +71,9 @@ struct alignas(8) int2 {
 struct alignas(16) int4 {
   int x, y, z, w;
 };
+struct alignas(8) uint2 {
+  unsigned x, y;
+};
 struct alignas(16) uint4 {
   unsigned x, y, z, w;
 };
@@ -81,6 +84,7 @@ inline float2 make_float2(float x, float y) { return {x, y}; }
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 inline int2 make_int2(int x, int y) { return {x, y}; }
 inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
+inline uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
 inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
 inline dim3 make_dim3(unsigned x, unsigned y, unsigned z) { return dim3(x, y, z); }
 
@@ -207,6 +211,31 @@ inline cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyK
 }
 inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+
+/* ---- 16-bit floats (cuda_bf16.h, cuda_fp16.h): storage and conversions ---- */
+struct __nv_bfloat16 {
+  unsigned short x;
+};
+struct __half {
+  unsigned short x;
+};
+inline float __bfloat162float(__nv_bfloat16 h) {
+  return std::bit_cast<float>(static_cast<unsigned>(h.x) << 16);
+}
+inline __nv_bfloat16 __float2bfloat16_rn(float f) {
+  unsigned u = std::bit_cast<unsigned>(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return {static_cast<unsigned short>((u >> 16) | 0x40u)};
+  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest, ties to even
+  return {static_cast<unsigned short>(u >> 16)};
+}
+inline float __half2float(__half h) { return static_cast<float>(std::bit_cast<_Float16>(h.x)); }
+inline __half __float2half_rn(float f) {
+  return {std::bit_cast<unsigned short>(static_cast<_Float16>(f))};
+}
+inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 h) { return h.x; }
+inline unsigned short __half_as_ushort(__half h) { return h.x; }
+inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short x) { return {x}; }
+inline __half __ushort_as_half(unsigned short x) { return {x}; }
 
 /* ---- math and bit intrinsics ------------------------------------------------ */
 inline float __expf(float x) { return expf(x); }

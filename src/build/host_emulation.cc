@@ -101,7 +101,7 @@ HostSource HostEmulationSource(const std::string& cu) {
   }
   static const std::regex kInclude(R"(#\s*include\s*[<"]([^>"]+)[>"])");
   static const std::regex kNoStandIn(
-      R"(^(cuda_fp16|cuda_bf16|cuda_fp8|cuda\.h|cublas|cudnn|cutlass|cute|mma\.h|cooperative_groups|cuda/|cuda_pipeline|nvrtc|curand).*)");
+      R"(^(cuda_fp8|cuda\.h|cublas|cudnn|cutlass|cute|mma\.h|cooperative_groups|cuda/|cuda_pipeline|nvrtc|curand).*)");
   for (auto it = std::sregex_iterator(host.begin(), host.end(), kInclude); it != std::sregex_iterator();
        ++it) {
     const std::string header = (*it)[1].str();

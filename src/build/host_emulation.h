@@ -17,7 +17,8 @@ struct HostSource {
 /// launch turned into a kopt_host::launch call and every `extern __shared__`
 /// array pointed at the launch's dynamic shared memory. Not ok for inline
 /// PTX and for headers the host has no stand-in for (cuBLAS, cuDNN,
-/// CUTLASS, half types, cooperative groups, the driver API).
+/// CUTLASS, fp8, cooperative groups, the driver API); bfloat16 and half
+/// are storage and conversions only.
 HostSource HostEmulationSource(const std::string& cu);
 
 /// The compiler flags of a host build (the compiler is $CXX, else c++),

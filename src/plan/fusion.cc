@@ -24,8 +24,33 @@ struct Val {
   Kind kind = Kind::kElem;
   std::string name;   ///< the C variable that holds it inside the kernel
   int leaf = -1;      ///< index into Program::leaves when it is read from an ABI input
-  std::string dtype;  ///< "float32", or "int64" for an arg-reduction's index
+  std::string dtype;  ///< "float32", "bfloat16", "float16", or "int64" for an arg-reduction's index
 };
+
+/// The dtypes a fused kernel reads and writes; it computes in float either
+/// way, rounding each 16-bit value an op makes like PyTorch does.
+bool Supported(const std::string& dtype) {
+  return dtype == "float32" || dtype == "bfloat16" || dtype == "float16";
+}
+/// The C type of `dtype` in memory.
+std::string CType(const std::string& dtype) {
+  if (dtype == "bfloat16") return "__nv_bfloat16";
+  if (dtype == "float16") return "__half";
+  if (dtype == "int64") return "long long";
+  return "float";
+}
+std::string AbiDtype(const std::string& ctype) {
+  if (ctype == "__nv_bfloat16") return "KOPT_BFLOAT16";
+  if (ctype == "__half") return "KOPT_FLOAT16";
+  if (ctype == "long long") return "KOPT_INT64";
+  return "KOPT_FLOAT32";
+}
+/// `expr` (a float) rounded to `dtype` and back, for a 16-bit value.
+std::string Rounded(const std::string& dtype, const std::string& expr) {
+  if (dtype == "bfloat16") return "kopt_round_bf16(" + expr + ")";
+  if (dtype == "float16") return "kopt_round_f16(" + expr + ")";
+  return expr;
+}
 
 /// An ABI input the kernel reads.
 struct Leaf {
@@ -34,6 +59,7 @@ struct Leaf {
       shape;          ///< as the graph uses it (a view of the input keeps its memory order)
   bool full = false;  ///< the same number of elements as F: read at the linear index
   bool col = false;   ///< one value per column of F ([C], [1, C]): read at i % cols
+  std::string dtype = "float32";  ///< its element type in memory (read as float)
 };
 
 /// A value computed in the kernel: `name = expr`, in element or row scope.
@@ -57,7 +83,8 @@ struct Output {
   int abi = 0;       ///< out[] index
   std::string name;  ///< the value stored
   Kind kind = Kind::kElem;
-  std::string type;  ///< float or long long
+  std::string type;  ///< in memory: float, __nv_bfloat16, __half or long long
+  std::string reg;   ///< in registers: float (16-bit outputs too) or long long
 };
 
 struct Program {
@@ -220,8 +247,9 @@ class Builder {
       *why = fmt::format("value {} ({}) is made outside any op the generator knows", id, v.dtype);
       return nullptr;
     }
-    if (v.dtype != "float32") {
-      *why = fmt::format("input value {} is {}; the generator handles float32", id, v.dtype);
+    if (!Supported(v.dtype)) {
+      *why = fmt::format("input value {} is {}; the generator handles float32, bfloat16 and float16",
+                         id, v.dtype);
       return nullptr;
     }
     int index = v.abi_index;
@@ -233,10 +261,11 @@ class Builder {
       *why = fmt::format("value {} comes from before the fused ops", id);
       return nullptr;
     }
-    return AddLeaf(id, index, v.shape, why);
+    return AddLeaf(id, index, v.shape, v.dtype, why);
   }
 
-  const Val* AddLeaf(int id, int abi, const std::vector<long long>& shape, std::string* why) {
+  const Val* AddLeaf(int id, int abi, const std::vector<long long>& shape,
+                     const std::string& dtype, std::string* why) {
     if (!BroadcastsTo(shape, p_.F)) {
       *why = fmt::format("input {} of shape [{}] does not broadcast to [{}]", abi,
                          fmt::join(shape, ","), fmt::join(p_.F, ","));
@@ -245,6 +274,7 @@ class Builder {
     Leaf l;
     l.abi = abi;
     l.shape = shape;
+    l.dtype = dtype;
     l.full = Numel(shape) == Numel(p_.F);
     l.col =
         !l.full && !shape.empty() && shape.back() == Cols() && Numel(shape) == Cols() && Cols() > 1;
@@ -253,7 +283,7 @@ class Builder {
     val.kind = Kind::kElem;
     val.leaf = static_cast<int>(p_.leaves.size()) - 1;
     val.name = fmt::format("x{}", val.leaf);
-    val.dtype = "float32";
+    val.dtype = dtype;
     return &(vals_[id] = val);
   }
 
@@ -304,7 +334,7 @@ class Builder {
     if (a->is_object() && a->contains("v")) {
       const Val* v = Get(a->at("v").get<int>(), why);
       if (!v) return std::nullopt;
-      if (v->dtype != "float32") {
+      if (!Supported(v->dtype)) {
         *why = fmt::format("{} reads an {} value", n.op, v->dtype);
         return std::nullopt;
       }
@@ -334,11 +364,23 @@ class Builder {
     if (kViewOps.count(n.base)) return View(n, why);
     if (n.base == "_to_copy" || n.base == "to") {
       const GraphValue& o = g_.Value(n.out[0]);
-      if (o.dtype != "float32") {
+      if (!Supported(o.dtype) || n.in.empty()) {
         *why = n.op + " converts to " + o.dtype;
         return false;
       }
-      return View(n, why);
+      const Val* v = Get(n.in[0], why);
+      if (!v) return false;
+      // Widening is exact (the kernel holds every value as a float), and so
+      // is a conversion to the same type; narrowing to 16 bits rounds.
+      if (o.dtype == "float32" || o.dtype == v->dtype) return View(n, why);
+      if (g_.Value(n.in[0]).Numel() != o.Numel()) {
+        *why = n.op + " changes the element count";
+        return false;
+      }
+      const Val src = *v;
+      Val& nv = NewVal(o.id, src.kind, o.dtype);
+      Define(src.kind, nv.name, Rounded(o.dtype, src.name), {src.name});
+      return true;
     }
     if (IsRowReduction(n.base)) return Reduction(n, why);
     return Elementwise(n, why);
@@ -361,8 +403,8 @@ class Builder {
         vals_[out.id] = *v;
         return true;
       }
-      return AddLeaf(out.id, p_.leaves[static_cast<std::size_t>(v->leaf)].abi, out.shape, why) !=
-             nullptr;
+      const Leaf& from = p_.leaves[static_cast<std::size_t>(v->leaf)];
+      return AddLeaf(out.id, from.abi, out.shape, from.dtype, why) != nullptr;
     }
     if (n.base == "expand" && v->leaf >= 0) {
       vals_[out.id] = *v;  // broadcasting is right-aligned against F either way
@@ -382,8 +424,9 @@ class Builder {
 
   bool Elementwise(const GraphNode& n, std::string* why) {
     const GraphValue& out = g_.Value(n.out[0]);
-    if (out.dtype != "float32") {
-      *why = fmt::format("{} makes {} values; the generator handles float32", n.op, out.dtype);
+    if (!Supported(out.dtype)) {
+      *why = fmt::format("{} makes {} values; the generator handles float32, bfloat16 and float16",
+                         n.op, out.dtype);
       return false;
     }
     std::vector<Operand> ops;
@@ -580,8 +623,8 @@ class Builder {
       *why = n.op + " makes a per-row value of an unexpected shape";
       return false;
     }
-    Val& v = NewVal(out.id, kind);
-    Define(kind, v.name, e, deps);
+    Val& v = NewVal(out.id, kind, out.dtype);
+    Define(kind, v.name, Rounded(out.dtype, e), deps);
     return true;
   }
 
@@ -660,6 +703,13 @@ class Builder {
       v.kind = kind;
       v.name = name;
       v.dtype = dtype;
+      // A 16-bit result (softmax of bfloat16 rows) is computed in float and
+      // rounded once, as PyTorch's kernels do.
+      const std::string& gd = g_.Value(n.out[k]).dtype;
+      if (dtype != "int64" && gd != "float32" && Supported(gd)) {
+        v.name = kind == Kind::kRow ? row(Rounded(gd, name), {name}) : elem(Rounded(gd, name), {name});
+        v.dtype = gd;
+      }
       vals_[n.out[k]] = v;
     };
     auto check_row_outputs = [&](std::initializer_list<std::size_t> ks) -> bool {
@@ -784,8 +834,13 @@ class Builder {
             fmt::format("output {} has [{}], not one value per row", k, fmt::join(gv.shape, ","));
         return false;
       }
-      p_.outputs.push_back(
-          {static_cast<int>(k), v.name, v.kind, v.dtype == "int64" ? "long long" : "float"});
+      if (gv.dtype != "int64" && !Supported(gv.dtype)) {
+        *why = fmt::format("output {} is {}", k, gv.dtype);
+        return false;
+      }
+      const std::string mem = v.dtype == "int64" ? "long long" : CType(gv.dtype);
+      p_.outputs.push_back({static_cast<int>(k), v.name, v.kind, mem,
+                            mem == "long long" ? "long long" : "float"});
     }
     if (p_.outputs.empty()) {
       *why = "the forward returns nothing";
@@ -856,9 +911,9 @@ class Builder {
       if (leaf.full)
         s += fmt::format("      const float x{0} = L{0}[u];\n", l);
       else if (leaf.col)
-        s += fmt::format("      const float x{0} = __ldg(a.p{0} + {1});\n", l, col_index);
+        s += fmt::format("      const float x{0} = kopt_f(__ldg(a.p{0} + {1}));\n", l, col_index);
       else
-        s += fmt::format("      const float x{0} = __ldg(a.p{0} + kopt_bidx(a.b{0}, i));\n", l);
+        s += fmt::format("      const float x{0} = kopt_f(__ldg(a.p{0} + kopt_bidx(a.b{0}, i)));\n", l);
     }
     for (const Def* d : defs)
       s += fmt::format("      const {} {} = {};\n", d->type, d->name, d->expr);
@@ -945,7 +1000,7 @@ class Builder {
     s += kPrelude;
     s += "struct Args {\n";
     for (std::size_t l = 0; l < p_.leaves.size(); ++l) {
-      s += fmt::format("  const float* __restrict__ p{};\n", l);
+      s += fmt::format("  const {}* __restrict__ p{};\n", CType(p_.leaves[l].dtype), l);
       if (!p_.leaves[l].full && !p_.leaves[l].col) s += fmt::format("  KoptBcast b{};\n", l);
     }
     s += "  int64_t cols;\n";
@@ -986,9 +1041,9 @@ class Builder {
     for (std::size_t l = 0; l < p_.leaves.size(); ++l) {
       const Leaf& leaf = p_.leaves[l];
       s += fmt::format(
-          "  if (in[{0}].dtype != KOPT_FLOAT32 || !kopt_is_contiguous(in[{0}])) return 3;\n"
-          "  a.p{1} = static_cast<const float*>(in[{0}].data);\n",
-          leaf.abi, l);
+          "  if (in[{0}].dtype != {2} || !kopt_is_contiguous(in[{0}])) return 3;\n"
+          "  a.p{1} = static_cast<const {3}*>(in[{0}].data);\n",
+          leaf.abi, l, AbiDtype(CType(leaf.dtype)), CType(leaf.dtype));
       if (leaf.full)
         s += fmt::format("  if (kopt_numel(in[{}]) != n) return 4;\n", leaf.abi);
       else if (leaf.col)
@@ -1001,7 +1056,7 @@ class Builder {
     }
     for (const Output& o : p_.outputs) {
       s += fmt::format("  if (out[{0}].dtype != {1} || !kopt_is_contiguous(out[{0}])) return 5;\n",
-                       o.abi, o.type == "float" ? "KOPT_FLOAT32" : "KOPT_INT64");
+                       o.abi, AbiDtype(o.type));
       s += fmt::format("  if (kopt_numel(out[{}]) != {}) return 6;\n", o.abi,
                        o.kind == Kind::kElem ? "n" : "rows");
       s += fmt::format("  a.o{0} = static_cast<{1}*>(out[{0}].data);\n", o.abi, o.type);
@@ -1041,14 +1096,14 @@ class Builder {
     std::string one = "__device__ __forceinline__ void fused_one(const Args& a, int64_t i) {\n";
     for (int l : leaves) {
       const Leaf& leaf = p_.leaves[static_cast<std::size_t>(l)];
-      one += leaf.full ? fmt::format("  const float x{0} = a.p{0}[i];\n", l)
+      one += leaf.full ? fmt::format("  const float x{0} = kopt_f(a.p{0}[i]);\n", l)
              : leaf.col
-                 ? fmt::format("  const float x{0} = __ldg(a.p{0} + i % a.cols);\n", l)
-                 : fmt::format("  const float x{0} = __ldg(a.p{0} + kopt_bidx(a.b{0}, i));\n", l);
+                 ? fmt::format("  const float x{0} = kopt_f(__ldg(a.p{0} + i % a.cols));\n", l)
+                 : fmt::format("  const float x{0} = kopt_f(__ldg(a.p{0} + kopt_bidx(a.b{0}, i)));\n", l);
     }
     for (const Def* d : defs)
       one += fmt::format("  const {} {} = {};\n", d->type, d->name, d->expr);
-    for (const Output& o : p_.outputs) one += fmt::format("  a.o{}[i] = {};\n", o.abi, o.name);
+    for (const Output& o : p_.outputs) one += fmt::format("  kopt_put(a.o{}, i, {});\n", o.abi, o.name);
     one += "}\n\n";
     s += one;
     s += ElementwiseKernel(defs, leaves);
@@ -1107,14 +1162,14 @@ class Builder {
       if (leaf.full) s += fmt::format("      kopt_load<VEC>(a.p{0}, i0, L{0}[k]);\n", l);
       else if (!leaf.col)
         s += fmt::format(
-            "      G{0}[k] = a.b{0}.vc ? __ldg(a.p{0} + kopt_bidx_t<I32>(a.b{0}, i0)) : 0.0f;\n", l);
+            "      G{0}[k] = a.b{0}.vc ? kopt_f(__ldg(a.p{0} + kopt_bidx_t<I32>(a.b{0}, i0))) : 0.0f;\n", l);
     }
     (void)any_bcast;
     s += "    }\n";
     s += "#pragma unroll\n    for (int k = 0; k < ILP; ++k) {\n";
     s += "      const int64_t i0 = start + (int64_t)k * THREADS * VEC;\n";
     s += "      const int64_t c0 = kopt_mod_t<I32>(i0, a.cols);\n      (void)c0;\n";
-    for (const Output& o : p_.outputs) s += fmt::format("      {} O{}[VEC];\n", o.type, o.abi);
+    for (const Output& o : p_.outputs) s += fmt::format("      {} O{}[VEC];\n", o.reg, o.abi);
     s += "#pragma unroll\n      for (int u = 0; u < VEC; ++u) {\n";
     s += "        const int64_t i = i0 + u;\n        (void)i;\n";
     for (int l : leaves) {
@@ -1123,13 +1178,13 @@ class Builder {
         s += fmt::format("        const float x{0} = L{0}[k][u];\n", l);
       else if (leaf.col)
         s += fmt::format(
-            "        const float x{0} = __ldg(a.p{0} + (a.cv ? c0 + u : kopt_mod_t<I32>(i, "
-            "a.cols)));\n",
+            "        const float x{0} = kopt_f(__ldg(a.p{0} + (a.cv ? c0 + u : kopt_mod_t<I32>(i, "
+            "a.cols))));\n",
             l);
       else
         s += fmt::format(
-            "        const float x{0} = a.b{0}.vc ? G{0}[k] : __ldg(a.p{0} + "
-            "kopt_bidx_t<I32>(a.b{0}, i));\n",
+            "        const float x{0} = a.b{0}.vc ? G{0}[k] : kopt_f(__ldg(a.p{0} + "
+            "kopt_bidx_t<I32>(a.b{0}, i)));\n",
             l);
     }
     for (const Def* d : defs)
@@ -1146,7 +1201,7 @@ class Builder {
     s += "    if (i0 >= n) break;\n";
     s += "    if (VEC > 1 && i0 + VEC > n) {  // the tail, one element at a time\n";
     s += "      for (int64_t i = i0; i < n; ++i) fused_one(a, i);\n      break;\n    }\n";
-    for (const Output& o : p_.outputs) s += fmt::format("    {} O{}[VEC];\n", o.type, o.abi);
+    for (const Output& o : p_.outputs) s += fmt::format("    {} O{}[VEC];\n", o.reg, o.abi);
     s += Body(defs, leaves, Stores(Kind::kElem), "i % a.cols");
     for (const Output& o : p_.outputs)
       s += fmt::format("    kopt_store<VEC>(a.o{0}, i0, O{0});\n", o.abi);
@@ -1254,7 +1309,7 @@ class Builder {
       Closure(outs, &defs, &leaves);
       s += LoopOpen(cached);
       for (const Output& o : p_.outputs)
-        if (o.kind == Kind::kElem) s += fmt::format("    {} O{}[VEC];\n", o.type, o.abi);
+        if (o.kind == Kind::kElem) s += fmt::format("    {} O{}[VEC];\n", o.reg, o.abi);
       s += Body(defs, leaves, Stores(Kind::kElem), "(i - base)", cached, &loaded);
       for (const Output& o : p_.outputs)
         if (o.kind == Kind::kElem)
@@ -1263,7 +1318,7 @@ class Builder {
     }
     std::string row_stores;
     for (const Output& o : p_.outputs)
-      if (o.kind == Kind::kRow) row_stores += fmt::format("    a.o{}[row] = {};\n", o.abi, o.name);
+      if (o.kind == Kind::kRow) row_stores += fmt::format("    kopt_put(a.o{}, row, {});\n", o.abi, o.name);
     if (!row_stores.empty()) s += "  if (tid == 0) {\n" + row_stores + "  }\n";
     return s;
   }
@@ -1346,9 +1401,42 @@ class Builder {
   }
 
   static constexpr const char* kPrelude = R"(#include <kopt/abi.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
+
+// Every value is a float in registers; 16-bit tensors convert on load and
+// store, and each 16-bit value an op makes is rounded like PyTorch's.
+__device__ __forceinline__ float kopt_f(float x) { return x; }
+__device__ __forceinline__ float kopt_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float kopt_f(__half x) { return __half2float(x); }
+__device__ __forceinline__ float kopt_round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+__device__ __forceinline__ float kopt_round_f16(float x) { return __half2float(__float2half_rn(x)); }
+__device__ __forceinline__ void kopt_put(float* p, int64_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void kopt_put(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+__device__ __forceinline__ void kopt_put(__half* p, int64_t i, float v) { p[i] = __float2half_rn(v); }
+__device__ __forceinline__ void kopt_put(long long* p, int64_t i, long long v) { p[i] = v; }
+__device__ __forceinline__ unsigned kopt_pack2(__nv_bfloat16* p, float a, float b) {
+  return (unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(a)) |
+         ((unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(b)) << 16);
+}
+__device__ __forceinline__ unsigned kopt_pack2(__half* p, float a, float b) {
+  return (unsigned)__half_as_ushort(__float2half_rn(a)) | ((unsigned)__half_as_ushort(__float2half_rn(b)) << 16);
+}
+__device__ __forceinline__ float kopt_lo(const __nv_bfloat16*, unsigned w) {
+  return __bfloat162float(__ushort_as_bfloat16((unsigned short)(w & 0xffffu)));
+}
+__device__ __forceinline__ float kopt_hi(const __nv_bfloat16*, unsigned w) {
+  return __bfloat162float(__ushort_as_bfloat16((unsigned short)(w >> 16)));
+}
+__device__ __forceinline__ float kopt_lo(const __half*, unsigned w) {
+  return __half2float(__ushort_as_half((unsigned short)(w & 0xffffu)));
+}
+__device__ __forceinline__ float kopt_hi(const __half*, unsigned w) {
+  return __half2float(__ushort_as_half((unsigned short)(w >> 16)));
+}
 
 // PyTorch's semantics for each op, NaN included (relu and max keep a NaN).
 __device__ __forceinline__ float kopt_sq(float x) { return x * x; }
@@ -1464,28 +1552,39 @@ static inline bool kopt_make_bcast(const kopt_tensor& t, const kopt_tensor& F, K
   return true;
 }
 
-template <int VEC>
-__device__ __forceinline__ void kopt_load(const float* __restrict__ p, int64_t i, float* v) {
-  if constexpr (VEC == 4) {
+template <int VEC, typename T>
+__device__ __forceinline__ void kopt_load(const T* __restrict__ p, int64_t i, float* v) {
+  if constexpr (sizeof(T) == 4 && VEC == 4) {
     const float4 q = *reinterpret_cast<const float4*>(p + i);
     v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
-  } else if constexpr (VEC == 2) {
+  } else if constexpr (sizeof(T) == 4 && VEC == 2) {
     const float2 q = *reinterpret_cast<const float2*>(p + i);
     v[0] = q.x; v[1] = q.y;
+  } else if constexpr (sizeof(T) == 2 && VEC == 4) {
+    const uint2 q = *reinterpret_cast<const uint2*>(p + i);
+    v[0] = kopt_lo(p, q.x); v[1] = kopt_hi(p, q.x); v[2] = kopt_lo(p, q.y); v[3] = kopt_hi(p, q.y);
+  } else if constexpr (sizeof(T) == 2 && VEC == 2) {
+    const unsigned q = *reinterpret_cast<const unsigned*>(p + i);
+    v[0] = kopt_lo(p, q); v[1] = kopt_hi(p, q);
   } else {
 #pragma unroll
-    for (int u = 0; u < VEC; ++u) v[u] = p[i + u];
+    for (int u = 0; u < VEC; ++u) v[u] = kopt_f(p[i + u]);
   }
 }
-template <int VEC, typename T>
-__device__ __forceinline__ void kopt_store(T* __restrict__ p, int64_t i, const T* v) {
-  if constexpr (VEC == 4 && sizeof(T) == 4) {
+// V: the register type (float, or long long for an index output).
+template <int VEC, typename T, typename V>
+__device__ __forceinline__ void kopt_store(T* __restrict__ p, int64_t i, const V* v) {
+  if constexpr (sizeof(T) == 4 && sizeof(V) == 4 && VEC == 4) {
     *reinterpret_cast<float4*>(p + i) = make_float4(v[0], v[1], v[2], v[3]);
-  } else if constexpr (VEC == 2 && sizeof(T) == 4) {
+  } else if constexpr (sizeof(T) == 4 && sizeof(V) == 4 && VEC == 2) {
     *reinterpret_cast<float2*>(p + i) = make_float2(v[0], v[1]);
+  } else if constexpr (sizeof(T) == 2 && VEC == 4) {
+    *reinterpret_cast<uint2*>(p + i) = make_uint2(kopt_pack2(p, v[0], v[1]), kopt_pack2(p, v[2], v[3]));
+  } else if constexpr (sizeof(T) == 2 && VEC == 2) {
+    *reinterpret_cast<unsigned*>(p + i) = kopt_pack2(p, v[0], v[1]);
   } else {
 #pragma unroll
-    for (int u = 0; u < VEC; ++u) p[i + u] = v[u];
+    for (int u = 0; u < VEC; ++u) kopt_put(p, i + u, v[u]);
   }
 }
 
