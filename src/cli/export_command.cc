@@ -53,8 +53,10 @@ Json ReadProvenance(const std::string& arg) {
   return j;
 }
 
+// An export targets a GPU: a run measured on the CPU (arch `host`, kernels
+// emulated) exports for this machine's GPU, else sm_90, like an unset arch.
 std::string DefaultArch(const std::string& arch) {
-  if (!arch.empty()) return arch;
+  if (!arch.empty() && arch != kHostArch) return arch;
   int cc = CudaComputeCapability(0);
   return cc ? fmt::format("sm_{}", cc) : "sm_90";
 }
@@ -181,7 +183,7 @@ int RunExport(const ExportArgs& a) {
   r.candidate = cand;
   r.name = a.name;
   // As the other commands choose it: the GPU's own arch, else sm_90.
-  r.arch = a.arch;
+  r.arch = a.arch == kHostArch ? "" : a.arch;
   if (r.arch.empty()) {
     int cc = CudaComputeCapability(0);
     r.arch = cc ? fmt::format("sm_{}", cc) : "sm_90";

@@ -199,7 +199,14 @@ class Builder {
       const GraphNode& n = g_.nodes[i];
       if (IsRowReduction(n.base) && !n.in.empty()) {
         const GraphValue& x = g_.Value(n.in[0]);
-        if (x.Numel() >= best) p_.F = x.shape;
+        if (x.Numel() >= best) {
+          p_.F = x.shape;
+          // A reduction over another dim than the last, of a line longer
+          // than one: the column kernel.
+          if (auto d = ReductionDim(n, x.shape);
+              d && *d + 1 < static_cast<int>(x.shape.size()) && x.shape[*d] > 1)
+            rdim_ = *d;
+        }
         break;
       }
     }
@@ -235,7 +242,29 @@ class Builder {
   }
 
   long long Cols() const { return p_.F.back(); }
-  long long Rows() const { return Numel(p_.F) / std::max(1LL, Cols()); }
+  /// The dim every reduction reduces (F's last unless they say otherwise):
+  /// along the last, a block or warp per row; along another, a thread per
+  /// line of F along it (a "column" kernel, coalesced across the lines).
+  int RDim() const { return rdim_ >= 0 ? rdim_ : static_cast<int>(p_.F.size()) - 1; }
+  bool Column() const { return RDim() != static_cast<int>(p_.F.size()) - 1; }
+  long long RowLen() const { return p_.F[static_cast<std::size_t>(RDim())]; }
+  long long Rows() const { return Numel(p_.F) / std::max(1LL, RowLen()); }
+
+  /// The one dim reduction `n` reduces over its input of rank `rank`, or
+  /// nullopt (several dims, all of them, a layer norm over more than the last).
+  static std::optional<int> ReductionDim(const GraphNode& n, const std::vector<long long>& shape) {
+    const int rank = static_cast<int>(shape.size());
+    if (n.base == "native_layer_norm") {
+      const Json* ns = OpGraph::Arg(n, 1, "normalized_shape");
+      if (ns && ns->is_array() && ns->size() == 1 && ns->at(0).is_number_integer() && rank > 0 &&
+          ns->at(0).get<long long>() == shape.back())
+        return rank - 1;
+      return std::nullopt;
+    }
+    if (n.base == "linalg_vector_norm" || n.base == "norm")
+      return OneDim(OpGraph::Arg(n, 2, "dim"), rank);
+    return OneDim(OpGraph::Arg(n, 1, "dim"), rank);
+  }
 
   /// The kernel's view of value `id`, creating a leaf for an ABI input.
   const Val* Get(int id, std::string* why) {
@@ -292,9 +321,10 @@ class Builder {
   bool RowShaped(const std::vector<long long>& s) const {
     if (Numel(s) != Rows()) return false;
     if (s.empty()) return Rows() == 1;
-    std::vector<long long> keep(p_.F.begin(), p_.F.end() - 1);
-    std::vector<long long> k1 = keep;
-    k1.push_back(1);
+    std::vector<long long> keep = p_.F;  // F without the reduced dim
+    keep.erase(keep.begin() + RDim());
+    std::vector<long long> k1 = p_.F;  // F with it kept as 1
+    k1[static_cast<std::size_t>(RDim())] = 1;
     auto strip = [](std::vector<long long> v) {
       while (!v.empty() && v.front() == 1) v.erase(v.begin());
       return v;
@@ -634,6 +664,8 @@ class Builder {
       auto it = vals_.find(n.in[i]);
       if (it == vals_.end() || it->second.name != o.expr) continue;
       const auto& s = g_.Value(n.in[i]).shape;
+      if (Column())  // keepdim over the reduced dim
+        return s.size() == p_.F.size() && s[static_cast<std::size_t>(RDim())] == 1;
       return !s.empty() && s.back() == 1 && (p_.F.back() != 1 || s.size() == p_.F.size());
     }
     return false;
@@ -650,33 +682,27 @@ class Builder {
     const Val* x = Get(n.in[0], why);
     if (!x) return false;
     if (x->kind != Kind::kElem || xin.Numel() != Numel(p_.F) || xin.shape.empty() ||
-        xin.shape.back() != Cols()) {
+        xin.shape.back() != Cols() || (Column() && xin.shape != p_.F)) {
       *why = n.op + " reduces something other than the rows of [" +
              fmt::format("{}", fmt::join(p_.F, ",")) + "]";
       return false;
     }
     const int rank = static_cast<int>(xin.shape.size());
-    const bool norm_shape = b == "native_layer_norm";
-    std::optional<int> dim;
-    if (norm_shape) {
-      const Json* ns = OpGraph::Arg(n, 1, "normalized_shape");
-      if (ns && ns->is_array() && ns->size() == 1 && ns->at(0).is_number_integer() &&
-          ns->at(0).get<long long>() == Cols())
-        dim = rank - 1;
-    } else if (b == "linalg_vector_norm" || b == "norm") {
-      dim = OneDim(OpGraph::Arg(n, 2, "dim"), rank);
+    if (b == "linalg_vector_norm" || b == "norm") {
       const double ord = NumArg(n, 1, b == "norm" ? "p" : "ord", 2.0);
       if (ord != 2.0) {
         *why = n.op + " with ord " + FloatLiteral(ord);
         return false;
       }
-    } else {
-      dim = OneDim(OpGraph::Arg(n, 1, "dim"), rank);
     }
-    if (!dim || *dim != rank - 1) {
-      *why = n.op + " reduces a dim other than the last (or all of them)";
+    const std::optional<int> dim = ReductionDim(n, xin.shape);
+    if (!dim || *dim != RDim()) {
+      *why = !dim ? n.op + " reduces several dims (or all of them)"
+                  : fmt::format("{} reduces dim {} where the first reduction reduced dim {}", n.op,
+                                *dim, RDim());
       return false;
     }
+    (void)rank;
     const std::string cols = "(float)cols";
     auto stat = [&](const std::string& op, const std::string& input) {
       Stat s;
@@ -971,12 +997,12 @@ class Builder {
     }
     const bool row_kernel = !p_.stats.empty();
     FusedKernel k;
-    k.kind = row_kernel ? "row" : "elementwise";
+    k.kind = !row_kernel ? "elementwise" : Column() ? "column" : "row";
     k.ops = p_.ops;
     int passes = 0;
     for (const Stat& s : p_.stats) passes = std::max(passes, s.pass + 1);
     k.passes = passes + 1;
-    k.source = row_kernel ? EmitRow(passes) : EmitElementwise();
+    k.source = !row_kernel ? EmitElementwise() : Column() ? EmitColumn(passes) : EmitRow(passes);
     std::vector<std::string> short_ops;
     for (const std::string& op : p_.ops) {
       const std::string b = OpBase(op);
@@ -984,7 +1010,10 @@ class Builder {
         short_ops.push_back(b);
     }
     k.about =
-        row_kernel
+        row_kernel && Column()
+            ? fmt::format("a thread per line of {} along dim {} computes {} in {} pass(es) over it",
+                          RowLen(), RDim(), fmt::join(short_ops, " -> "), k.passes)
+        : row_kernel
             ? fmt::format(
                   "one block per row of {} computes {} in {} pass(es) over the row, one DRAM read",
                   Cols(), fmt::join(short_ops, " -> "), k.passes)
@@ -1011,7 +1040,8 @@ class Builder {
   }
 
   /// kopt_forward: checks, the broadcast tables, the launch.
-  std::string Forward(const std::string& launch) const {
+  std::string Forward(const std::string& launch,
+                      const std::string& rows = "cols > 0 ? n / cols : 0") const {
     int max_abi = -1;
     for (const Leaf& l : p_.leaves) max_abi = std::max(max_abi, l.abi);
     std::string s =
@@ -1036,7 +1066,7 @@ class Builder {
     s += fmt::format("  const kopt_tensor& F = {};\n", shape_src);
     s += "  if (F.ndim < 1) return 2;\n";
     s += "  const int64_t n = kopt_numel(F);\n  const int64_t cols = F.shape[F.ndim - 1];\n";
-    s += "  const int64_t rows = cols > 0 ? n / cols : 0;\n  (void)rows;\n";
+    s += "  const int64_t rows = " + rows + ";\n  (void)rows;\n";
     s += "  Args a;\n  a.cols = cols;\n  a.cv = false;\n";
     for (std::size_t l = 0; l < p_.leaves.size(); ++l) {
       const Leaf& leaf = p_.leaves[l];
@@ -1320,6 +1350,134 @@ class Builder {
     for (const Output& o : p_.outputs)
       if (o.kind == Kind::kRow) row_stores += fmt::format("    kopt_put(a.o{}, row, {});\n", o.abi, o.name);
     if (!row_stores.empty()) s += "  if (tid == 0) {\n" + row_stores + "  }\n";
+    return s;
+  }
+
+  /// The column kernel: reductions along dim RDim() of F, not the last. A
+  /// thread owns one line (the elements at base + r * inner, r < rlen) and
+  /// reduces it alone; neighbouring threads own neighbouring lines, so every
+  /// step of the loop is one coalesced read across the warp. Each pass reads
+  /// the line again (from L2 when the block's lines fit).
+  std::string EmitColumn(int passes) const {
+    std::string s = Header(fmt::format("a thread per line along dim {}", RDim()));
+    s += "// kopt:knob THREADS 256 32..1024*2 threads per block (a line each)\n"
+         "constexpr int THREADS = 256;\n"
+         "// kopt:knob UNROLL 4 {1,2,4,8} steps along the line each loop iteration unrolls: loads "
+         "in flight\n"
+         "constexpr int UNROLL = 4;\n"
+         "// kopt:constraint THREADS % 32 == 0 && THREADS <= 1024\n\n";
+    s += fmt::format("constexpr int RDIM = {};  // the reduced dim\nconstexpr int RANK = {};\n",
+                     RDim(), p_.F.size());
+    s += "constexpr int WARPS = THREADS / 32;\nconstexpr int ROW_WARPS = 0;\n\n";
+    s += kBlockReduce;  // kopt_online
+    s += "__global__ void __launch_bounds__(THREADS) fused_col_kernel(Args a, int64_t lines, "
+         "int64_t cols, int64_t inner) {\n";
+    s += "  const int64_t row = (int64_t)blockIdx.x * THREADS + threadIdx.x;\n"
+         "  if (row >= lines) return;\n"
+         "  const int64_t o = row / inner, j = row - o * inner;\n"
+         "  const int64_t base = o * cols * inner + j;\n";
+    // One pass: loads, element defs and `per` for every r along the line.
+    auto pass_loop = [&](const std::vector<const Def*>& defs, const std::set<int>& leaves,
+                         const std::string& per) {
+      std::string b = "#pragma unroll UNROLL\n  for (int64_t r = 0; r < cols; ++r) {\n";
+      b += "    const int64_t i = base + r * inner;\n    (void)i;\n";
+      for (int l : leaves) {
+        const Leaf& leaf = p_.leaves[static_cast<std::size_t>(l)];
+        if (leaf.full)
+          b += fmt::format("    const float x{0} = kopt_f(a.p{0}[i]);\n", l);
+        else if (leaf.col)
+          b += fmt::format("    const float x{0} = kopt_f(__ldg(a.p{0} + i % a.cols));\n", l);
+        else
+          b += fmt::format("    const float x{0} = kopt_f(__ldg(a.p{0} + kopt_bidx(a.b{0}, i)));\n", l);
+      }
+      for (const Def* d : defs) b += fmt::format("    const {} {} = {};\n", d->type, d->name, d->expr);
+      b += per;
+      b += "  }\n";
+      return b;
+    };
+    std::set<std::string> emitted_rows, known;
+    auto emit_ready_rows = [&]() {
+      std::string out;
+      for (const Def& d : p_.defs) {
+        if (d.scope != Kind::kRow || emitted_rows.count(d.name)) continue;
+        bool ok = true;
+        for (const std::string& dep : d.deps)
+          ok = ok && (known.count(dep) || emitted_rows.count(dep));
+        if (!ok) continue;
+        out += fmt::format("  const {} {} = {};\n", d.type, d.name, d.expr);
+        emitted_rows.insert(d.name);
+      }
+      return out;
+    };
+    for (int pass = 0; pass < passes; ++pass) {
+      std::vector<std::string> inputs;
+      std::vector<const Stat*> stats;
+      for (const Stat& st : p_.stats)
+        if (st.pass == pass) {
+          stats.push_back(&st);
+          inputs.push_back(st.input);
+        }
+      std::vector<const Def*> defs;
+      std::set<int> leaves;
+      Closure(inputs, &defs, &leaves);
+      std::string per;
+      for (const Stat* st : stats) {
+        if (st->op == "sum") {
+          s += fmt::format("  float {}_acc = 0.0f;\n", st->name);
+          per += fmt::format("    {}_acc += {};\n", st->name, st->input);
+        } else if (st->op == "max" || st->op == "min") {
+          s += fmt::format("  float {}_acc = {};\n", st->name,
+                           st->op == "max" ? "-INFINITY" : "INFINITY");
+          per += fmt::format("    {0}_acc = kopt_{2}({0}_acc, {1});\n", st->name, st->input, st->op);
+        } else if (st->op == "argmax" || st->op == "argmin") {
+          s += fmt::format("  float {0}_acc = {1};\n  long long {0}_idx = 0x7fffffffffffffffLL;\n",
+                           st->name, st->op == "argmax" ? "-INFINITY" : "INFINITY");
+          per += fmt::format("    kopt_arg_{2}({0}_acc, {0}_idx, {1}, r);\n", st->name, st->input,
+                             st->op == "argmax" ? "max" : "min");
+        } else if (st->op == "online") {
+          s += fmt::format("  float {0}_accm = -INFINITY;\n  float {0}_acc = 0.0f;\n", st->name);
+          per += fmt::format("    kopt_online({0}_accm, {0}_acc, {1});\n", st->name, st->input);
+        }
+      }
+      s += pass_loop(defs, leaves, per);
+      for (const Stat* st : stats) {
+        if (st->op == "argmax" || st->op == "argmin")
+          s += fmt::format("  const float {0}_v = {0}_acc;\n  const long long {0} = {0}_idx;\n",
+                           st->name);
+        else if (st->op == "online")
+          s += fmt::format("  const float {0}_m = {0}_accm;\n  const float {0} = {0}_acc;\n",
+                           st->name);
+        else
+          s += fmt::format("  const float {0} = {0}_acc;\n", st->name);
+        known.insert(st->name);
+        known.insert(st->name + "_v");
+        known.insert(st->name + "_m");
+      }
+      s += emit_ready_rows();
+    }
+    const auto outs = ElemOutputNames();
+    if (!outs.empty()) {
+      std::vector<const Def*> defs;
+      std::set<int> leaves;
+      Closure(outs, &defs, &leaves);
+      std::string per;
+      for (const Output& o : p_.outputs)
+        if (o.kind == Kind::kElem) per += fmt::format("    kopt_put(a.o{}, i, {});\n", o.abi, o.name);
+      s += pass_loop(defs, leaves, per);
+    }
+    for (const Output& o : p_.outputs)
+      if (o.kind == Kind::kRow) s += fmt::format("  kopt_put(a.o{}, row, {});\n", o.abi, o.name);
+    s += "}\n\n";
+    s += Forward(
+        "  if (F.ndim != RANK) return 2;\n"
+        "  int64_t inner = 1;\n"
+        "  for (int d = RDIM + 1; d < RANK; ++d) inner *= F.shape[d];\n"
+        "  const int64_t rlen = F.shape[RDIM];\n"
+        "  const int64_t blocks = (rows + THREADS - 1) / THREADS;\n"
+        "  if (blocks > 0x7fffffffLL) return 7;\n"
+        "  (void)align;\n"
+        "  fused_col_kernel<<<(unsigned)blocks, THREADS, 0, st>>>(a, rows, rlen, inner);\n",
+        fmt::format("F.ndim == {0} && F.shape[{1}] > 0 ? n / F.shape[{1}] : 0", p_.F.size(), RDim()));
     return s;
   }
 
@@ -1729,6 +1887,7 @@ __device__ __forceinline__ void kopt_row_online(float& m, float& s, float* red, 
   std::size_t first_ = 0;
   std::vector<int> outputs_;
   bool region_ = false;
+  int rdim_ = -1;  ///< the reduced dim when it is not F's last (see RDim)
   std::vector<int> inputs_;  ///< region: in[] as value ids
   Program p_;
   std::map<int, Val> vals_;
