@@ -68,8 +68,9 @@ TEST(HostEmulation, RewritesLaunchesAndDynamicSharedMemory) {
       "k<VEC, true><<<(unsigned)blocks, THREADS, 0, st>>>(a, f(n, 2));\n"
       "ns::k2<<<g, b>>>(x);\n");
   ASSERT_TRUE(h.ok) << h.why_not;
-  EXPECT_NE(h.source.find("float* const smem = reinterpret_cast<float*>(::kopt_host::dynamic_smem());"),
-            std::string::npos)
+  EXPECT_NE(
+      h.source.find("float* const smem = reinterpret_cast<float*>(::kopt_host::dynamic_smem());"),
+      std::string::npos)
       << h.source;
   EXPECT_NE(h.source.find("::kopt_host::launch([&]() { k<VEC, true>(a, f(n, 2)); }, "
                           "(unsigned)blocks, THREADS, 0, st);"),
@@ -128,7 +129,8 @@ TEST(HostEmulation, AKernelWithOneWrongStoreIsRejected) {
     if (s.find("fusion generator") != std::string::npos) source = s;
   ASSERT_FALSE(source.empty());
   // Every element store off by 0.1%: the verifier's tolerance is far tighter.
-  const std::string wrong = std::regex_replace(source, std::regex(R"((O0\[u\] = ))"), "$1 1.001f * ");
+  const std::string wrong =
+      std::regex_replace(source, std::regex(R"((O0\[u\] = ))"), "$1 1.001f * ");
   ASSERT_NE(wrong, source);
   const fs::path dir = testing::ScratchDir("host-emulation-wrong");
   WriteTextFileAtomic(dir / "wrong.cu", wrong);

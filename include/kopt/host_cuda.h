@@ -119,7 +119,11 @@ enum cudaFuncAttribute {
   cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
   cudaFuncAttributePreferredSharedMemoryCarveout = 9,
 };
-enum { cudaSharedmemCarveoutDefault = -1, cudaSharedmemCarveoutMaxShared = 100, cudaSharedmemCarveoutMaxL1 = 0 };
+enum {
+  cudaSharedmemCarveoutDefault = -1,
+  cudaSharedmemCarveoutMaxShared = 100,
+  cudaSharedmemCarveoutMaxL1 = 0
+};
 enum cudaMemcpyKind {
   cudaMemcpyHostToHost = 0,
   cudaMemcpyHostToDevice = 1,
@@ -140,10 +144,14 @@ inline cudaError_t cudaGetLastError() {
 inline cudaError_t cudaPeekAtLastError() { return kopt_host::last_error; }
 inline const char* cudaGetErrorString(cudaError_t e) {
   switch (e) {
-    case cudaSuccess: return "no error";
-    case cudaErrorInvalidValue: return "invalid argument";
-    case cudaErrorMemoryAllocation: return "out of memory";
-    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorInvalidValue:
+      return "invalid argument";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
+    case cudaErrorInvalidConfiguration:
+      return "invalid configuration argument";
   }
   return "unknown error";
 }
@@ -155,18 +163,41 @@ inline cudaError_t cudaGetDevice(int* d) {
  * path it takes there. */
 inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int) {
   switch (a) {
-    case cudaDevAttrMaxThreadsPerBlock: *v = 1024; break;
-    case cudaDevAttrMaxSharedMemoryPerBlock: *v = 49152; break;
-    case cudaDevAttrWarpSize: *v = 32; break;
-    case cudaDevAttrMultiProcessorCount: *v = 132; break;
-    case cudaDevAttrL2CacheSize: *v = 50331648; break;
-    case cudaDevAttrMaxThreadsPerMultiProcessor: *v = 2048; break;
-    case cudaDevAttrComputeCapabilityMajor: *v = 9; break;
-    case cudaDevAttrComputeCapabilityMinor: *v = 0; break;
-    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *v = 233472; break;
-    case cudaDevAttrMaxRegistersPerMultiprocessor: *v = 65536; break;
-    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *v = 232448; break;
-    default: return cudaErrorInvalidValue;
+    case cudaDevAttrMaxThreadsPerBlock:
+      *v = 1024;
+      break;
+    case cudaDevAttrMaxSharedMemoryPerBlock:
+      *v = 49152;
+      break;
+    case cudaDevAttrWarpSize:
+      *v = 32;
+      break;
+    case cudaDevAttrMultiProcessorCount:
+      *v = 132;
+      break;
+    case cudaDevAttrL2CacheSize:
+      *v = 50331648;
+      break;
+    case cudaDevAttrMaxThreadsPerMultiProcessor:
+      *v = 2048;
+      break;
+    case cudaDevAttrComputeCapabilityMajor:
+      *v = 9;
+      break;
+    case cudaDevAttrComputeCapabilityMinor:
+      *v = 0;
+      break;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor:
+      *v = 233472;
+      break;
+    case cudaDevAttrMaxRegistersPerMultiprocessor:
+      *v = 65536;
+      break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin:
+      *v = 232448;
+      break;
+    default:
+      return cudaErrorInvalidValue;
   }
   return cudaSuccess;
 }
@@ -201,12 +232,15 @@ inline cudaError_t cudaMemset(void* p, int v, size_t n) {
   ::memset(p, v, n);
   return cudaSuccess;
 }
-inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t = nullptr) { return cudaMemset(p, v, n); }
+inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t = nullptr) {
+  return cudaMemset(p, v, n);
+}
 inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind) {
   ::memmove(d, s, n);
   return cudaSuccess;
 }
-inline cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind k, cudaStream_t = nullptr) {
+inline cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind k,
+                                   cudaStream_t = nullptr) {
   return cudaMemcpy(d, s, n, k);
 }
 inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
@@ -423,9 +457,7 @@ inline thread_local unsigned tid = 0;
 
 inline void* dynamic_smem() { return state->dynamic.data(); }
 
-inline unsigned WarpLanes(unsigned warp) {
-  return std::min(32u, state->threads - warp * 32u);
-}
+inline unsigned WarpLanes(unsigned warp) { return std::min(32u, state->threads - warp * 32u); }
 
 /// Every lane of the calling warp publishes `v`; each gets lane `src`'s
 /// (its own when `src` is outside the warp).
@@ -521,7 +553,8 @@ template <class T>
 inline T __shfl_down_sync(unsigned, T v, unsigned delta, int width = 32) {
   const int lane = static_cast<int>(kopt_host::Lane());
   const int src = lane + static_cast<int>(delta);
-  return kopt_host::Exchange(v, (lane & (width - 1)) + static_cast<int>(delta) < width ? src : lane);
+  return kopt_host::Exchange(v,
+                             (lane & (width - 1)) + static_cast<int>(delta) < width ? src : lane);
 }
 template <class T>
 inline T __shfl_up_sync(unsigned, T v, unsigned delta, int width = 32) {

@@ -102,8 +102,8 @@ HostSource HostEmulationSource(const std::string& cu) {
   static const std::regex kInclude(R"(#\s*include\s*[<"]([^>"]+)[>"])");
   static const std::regex kNoStandIn(
       R"(^(cuda_fp8|cuda\.h|cublas|cudnn|cutlass|cute|mma\.h|cooperative_groups|cuda/|cuda_pipeline|nvrtc|curand).*)");
-  for (auto it = std::sregex_iterator(host.begin(), host.end(), kInclude); it != std::sregex_iterator();
-       ++it) {
+  for (auto it = std::sregex_iterator(host.begin(), host.end(), kInclude);
+       it != std::sregex_iterator(); ++it) {
     const std::string header = (*it)[1].str();
     if (std::regex_match(header, kNoStandIn)) {
       r.why_not = "it includes <" + header + ">, which the host emulation has no stand-in for";
@@ -114,8 +114,8 @@ HostSource HostEmulationSource(const std::string& cu) {
   // extern __shared__ [__align__(N)] T name[];  ->  T* name = (T*)dynamic_smem();
   static const std::regex kExternShared(
       R"(extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?([A-Za-z_][\w:<>, ]*?)\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?([A-Za-z_]\w*)\s*\[\s*\]\s*;)");
-  s = std::regex_replace(
-      s, kExternShared, "$1* const $2 = reinterpret_cast<$1*>(::kopt_host::dynamic_smem());");
+  s = std::regex_replace(s, kExternShared,
+                         "$1* const $2 = reinterpret_cast<$1*>(::kopt_host::dynamic_smem());");
   // Launches, last first so earlier offsets stay valid.
   std::vector<size_t> at;
   for (size_t p = s.find("<<<"); p != std::string::npos; p = s.find("<<<", p + 3)) at.push_back(p);
@@ -129,7 +129,8 @@ HostSource HostEmulationSource(const std::string& cu) {
     }
     size_t paren = close3 + 3;
     while (paren < s.size() && std::isspace(static_cast<unsigned char>(s[paren]))) ++paren;
-    const size_t close = paren < s.size() && s[paren] == '(' ? Closing(s, paren) : std::string::npos;
+    const size_t close =
+        paren < s.size() && s[paren] == '(' ? Closing(s, paren) : std::string::npos;
     if (close == std::string::npos) {
       r.why_not = "a kernel launch (<<<...>>>) has no argument list";
       return r;

@@ -84,7 +84,10 @@ void AddCommonOptions(CLI::App* app, CommonOptions* o) {
           "cpu|cuda[:N]"));
   app->add_option("--cache", o->cache_dir,
                   "Cache folder for builds, ceilings and bundles (default: ~/.cache/kopt)");
-  app->add_option("--arch", o->arch, "nvcc target, e.g. sm_90 or sm_90a (default: the GPU's), or host: the C++ compiler, kernels emulated on the CPU (the default with --device cpu; verification only)");
+  app->add_option(
+      "--arch", o->arch,
+      "nvcc target, e.g. sm_90 or sm_90a (default: the GPU's), or host: the C++ compiler, kernels "
+      "emulated on the CPU (the default with --device cpu; verification only)");
   app->add_option("--python", o->python,
                   "Python with PyTorch for the worker (default: $KOPT_PYTHON, python3)")
       ->check(CLI::Validator(

@@ -277,8 +277,8 @@ class Builder {
       return nullptr;
     }
     if (!Supported(v.dtype)) {
-      *why = fmt::format("input value {} is {}; the generator handles float32, bfloat16 and float16",
-                         id, v.dtype);
+      *why = fmt::format(
+          "input value {} is {}; the generator handles float32, bfloat16 and float16", id, v.dtype);
       return nullptr;
     }
     int index = v.abi_index;
@@ -293,8 +293,8 @@ class Builder {
     return AddLeaf(id, index, v.shape, v.dtype, why);
   }
 
-  const Val* AddLeaf(int id, int abi, const std::vector<long long>& shape,
-                     const std::string& dtype, std::string* why) {
+  const Val* AddLeaf(int id, int abi, const std::vector<long long>& shape, const std::string& dtype,
+                     std::string* why) {
     if (!BroadcastsTo(shape, p_.F)) {
       *why = fmt::format("input {} of shape [{}] does not broadcast to [{}]", abi,
                          fmt::join(shape, ","), fmt::join(p_.F, ","));
@@ -733,7 +733,8 @@ class Builder {
       // rounded once, as PyTorch's kernels do.
       const std::string& gd = g_.Value(n.out[k]).dtype;
       if (dtype != "int64" && gd != "float32" && Supported(gd)) {
-        v.name = kind == Kind::kRow ? row(Rounded(gd, name), {name}) : elem(Rounded(gd, name), {name});
+        v.name =
+            kind == Kind::kRow ? row(Rounded(gd, name), {name}) : elem(Rounded(gd, name), {name});
         v.dtype = gd;
       }
       vals_[n.out[k]] = v;
@@ -865,8 +866,8 @@ class Builder {
         return false;
       }
       const std::string mem = v.dtype == "int64" ? "long long" : CType(gv.dtype);
-      p_.outputs.push_back({static_cast<int>(k), v.name, v.kind, mem,
-                            mem == "long long" ? "long long" : "float"});
+      p_.outputs.push_back(
+          {static_cast<int>(k), v.name, v.kind, mem, mem == "long long" ? "long long" : "float"});
     }
     if (p_.outputs.empty()) {
       *why = "the forward returns nothing";
@@ -939,7 +940,8 @@ class Builder {
       else if (leaf.col)
         s += fmt::format("      const float x{0} = kopt_f(__ldg(a.p{0} + {1}));\n", l, col_index);
       else
-        s += fmt::format("      const float x{0} = kopt_f(__ldg(a.p{0} + kopt_bidx(a.b{0}, i)));\n", l);
+        s += fmt::format("      const float x{0} = kopt_f(__ldg(a.p{0} + kopt_bidx(a.b{0}, i)));\n",
+                         l);
     }
     for (const Def* d : defs)
       s += fmt::format("      const {} {} = {};\n", d->type, d->name, d->expr);
@@ -1002,6 +1004,7 @@ class Builder {
     int passes = 0;
     for (const Stat& s : p_.stats) passes = std::max(passes, s.pass + 1);
     k.passes = passes + 1;
+    if (row_kernel && Column()) k.lines = Rows();
     k.source = !row_kernel ? EmitElementwise() : Column() ? EmitColumn(passes) : EmitRow(passes);
     std::vector<std::string> short_ops;
     for (const std::string& op : p_.ops) {
@@ -1129,11 +1132,13 @@ class Builder {
       one += leaf.full ? fmt::format("  const float x{0} = kopt_f(a.p{0}[i]);\n", l)
              : leaf.col
                  ? fmt::format("  const float x{0} = kopt_f(__ldg(a.p{0} + i % a.cols));\n", l)
-                 : fmt::format("  const float x{0} = kopt_f(__ldg(a.p{0} + kopt_bidx(a.b{0}, i)));\n", l);
+                 : fmt::format(
+                       "  const float x{0} = kopt_f(__ldg(a.p{0} + kopt_bidx(a.b{0}, i)));\n", l);
     }
     for (const Def* d : defs)
       one += fmt::format("  const {} {} = {};\n", d->type, d->name, d->expr);
-    for (const Output& o : p_.outputs) one += fmt::format("  kopt_put(a.o{}, i, {});\n", o.abi, o.name);
+    for (const Output& o : p_.outputs)
+      one += fmt::format("  kopt_put(a.o{}, i, {});\n", o.abi, o.name);
     one += "}\n\n";
     s += one;
     s += ElementwiseKernel(defs, leaves);
@@ -1189,10 +1194,13 @@ class Builder {
     s += "      const int64_t i0 = start + (int64_t)k * THREADS * VEC;\n      (void)i0;\n";
     for (int l : leaves) {
       const Leaf& leaf = p_.leaves[static_cast<std::size_t>(l)];
-      if (leaf.full) s += fmt::format("      kopt_load<VEC>(a.p{0}, i0, L{0}[k]);\n", l);
+      if (leaf.full)
+        s += fmt::format("      kopt_load<VEC>(a.p{0}, i0, L{0}[k]);\n", l);
       else if (!leaf.col)
         s += fmt::format(
-            "      G{0}[k] = a.b{0}.vc ? kopt_f(__ldg(a.p{0} + kopt_bidx_t<I32>(a.b{0}, i0))) : 0.0f;\n", l);
+            "      G{0}[k] = a.b{0}.vc ? kopt_f(__ldg(a.p{0} + kopt_bidx_t<I32>(a.b{0}, i0))) : "
+            "0.0f;\n",
+            l);
     }
     (void)any_bcast;
     s += "    }\n";
@@ -1348,7 +1356,8 @@ class Builder {
     }
     std::string row_stores;
     for (const Output& o : p_.outputs)
-      if (o.kind == Kind::kRow) row_stores += fmt::format("    kopt_put(a.o{}, row, {});\n", o.abi, o.name);
+      if (o.kind == Kind::kRow)
+        row_stores += fmt::format("    kopt_put(a.o{}, row, {});\n", o.abi, o.name);
     if (!row_stores.empty()) s += "  if (tid == 0) {\n" + row_stores + "  }\n";
     return s;
   }
@@ -1388,9 +1397,11 @@ class Builder {
         else if (leaf.col)
           b += fmt::format("    const float x{0} = kopt_f(__ldg(a.p{0} + i % a.cols));\n", l);
         else
-          b += fmt::format("    const float x{0} = kopt_f(__ldg(a.p{0} + kopt_bidx(a.b{0}, i)));\n", l);
+          b += fmt::format("    const float x{0} = kopt_f(__ldg(a.p{0} + kopt_bidx(a.b{0}, i)));\n",
+                           l);
       }
-      for (const Def* d : defs) b += fmt::format("    const {} {} = {};\n", d->type, d->name, d->expr);
+      for (const Def* d : defs)
+        b += fmt::format("    const {} {} = {};\n", d->type, d->name, d->expr);
       b += per;
       b += "  }\n";
       return b;
@@ -1428,7 +1439,8 @@ class Builder {
         } else if (st->op == "max" || st->op == "min") {
           s += fmt::format("  float {}_acc = {};\n", st->name,
                            st->op == "max" ? "-INFINITY" : "INFINITY");
-          per += fmt::format("    {0}_acc = kopt_{2}({0}_acc, {1});\n", st->name, st->input, st->op);
+          per +=
+              fmt::format("    {0}_acc = kopt_{2}({0}_acc, {1});\n", st->name, st->input, st->op);
         } else if (st->op == "argmax" || st->op == "argmin") {
           s += fmt::format("  float {0}_acc = {1};\n  long long {0}_idx = 0x7fffffffffffffffLL;\n",
                            st->name, st->op == "argmax" ? "-INFINITY" : "INFINITY");
@@ -1462,7 +1474,8 @@ class Builder {
       Closure(outs, &defs, &leaves);
       std::string per;
       for (const Output& o : p_.outputs)
-        if (o.kind == Kind::kElem) per += fmt::format("    kopt_put(a.o{}, i, {});\n", o.abi, o.name);
+        if (o.kind == Kind::kElem)
+          per += fmt::format("    kopt_put(a.o{}, i, {});\n", o.abi, o.name);
       s += pass_loop(defs, leaves, per);
     }
     for (const Output& o : p_.outputs)
@@ -1477,7 +1490,8 @@ class Builder {
         "  if (blocks > 0x7fffffffLL) return 7;\n"
         "  (void)align;\n"
         "  fused_col_kernel<<<(unsigned)blocks, THREADS, 0, st>>>(a, rows, rlen, inner);\n",
-        fmt::format("F.ndim == {0} && F.shape[{1}] > 0 ? n / F.shape[{1}] : 0", p_.F.size(), RDim()));
+        fmt::format("F.ndim == {0} && F.shape[{1}] > 0 ? n / F.shape[{1}] : 0", p_.F.size(),
+                    RDim()));
     return s;
   }
 
@@ -1887,7 +1901,7 @@ __device__ __forceinline__ void kopt_row_online(float& m, float& s, float* red, 
   std::size_t first_ = 0;
   std::vector<int> outputs_;
   bool region_ = false;
-  int rdim_ = -1;  ///< the reduced dim when it is not F's last (see RDim)
+  int rdim_ = -1;            ///< the reduced dim when it is not F's last (see RDim)
   std::vector<int> inputs_;  ///< region: in[] as value ids
   Program p_;
   std::map<int, Val> vals_;

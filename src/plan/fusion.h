@@ -22,11 +22,13 @@
 namespace kopt {
 
 struct FusedKernel {
-  std::string kind;              ///< "elementwise" (one pass) or "row" (a block per row)
-  std::string source;            ///< a complete cuda candidate, with knob lines
-  std::string about;             ///< one line: what it fuses and how
+  std::string kind;    ///< "elementwise" (one pass), "row" (a block or warp per row), "column" (a
+                       ///< thread per line)
+  std::string source;  ///< a complete cuda candidate, with knob lines
+  std::string about;   ///< one line: what it fuses and how
   std::vector<std::string> ops;  ///< the aten ops it replaces, in graph order
   int passes = 1;  ///< passes over each row (row kernels: reductions that depend on each other + 1)
+  long long lines = 0;  ///< column kernels: the lines (threads) at the captured shape
   /// FuseTail only: the value ids the kernel reads, in in[] order.
   std::vector<int> inputs;
   /// The in[] index whose shape is the iteration shape (an input read

@@ -60,13 +60,19 @@ TEST(OpGraph, AGraphWithoutDataflowIsNone) {
 TEST(Fusion, ElementwiseAndRowChainsOfTheSuiteBecomeOneKernel) {
   const auto all = AllGraphs();
   const std::map<std::string, std::string> expect = {
-      {"level1_01_relu", "elementwise"},  {"level1_02_gelu", "elementwise"},
-      {"level1_03_swish", "elementwise"}, {"level1_04_softmax", "row"},
-      {"level1_05_log_softmax", "row"},   {"level1_06_layernorm", "row"},
-      {"level1_07_rmsnorm", "row"},       {"level1_11_mean_dim", "row"},
-      {"level1_13_argmax", "row"},        {"level1_30_var_mean", "row"},
+      {"level1_01_relu", "elementwise"},
+      {"level1_02_gelu", "elementwise"},
+      {"level1_03_swish", "elementwise"},
+      {"level1_04_softmax", "row"},
+      {"level1_05_log_softmax", "row"},
+      {"level1_06_layernorm", "row"},
+      {"level1_07_rmsnorm", "row"},
+      {"level1_11_mean_dim", "row"},
+      {"level1_13_argmax", "row"},
+      {"level1_30_var_mean", "row"},
       // Reductions over a dim other than the last: a thread per line.
-      {"level1_10_sum_dim", "column"},    {"level1_12_max_dim", "column"},
+      {"level1_10_sum_dim", "column"},
+      {"level1_12_max_dim", "column"},
   };
   for (const auto& [name, kind] : expect) {
     const auto it = all.find(name);

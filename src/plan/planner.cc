@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -526,6 +527,7 @@ Plan MakePlan(const PlanInputs& in) {
         "solutions are planned");
   } else {
     FusionResult f = FuseGraph(*graph);
+    std::optional<PlanOption> column;  // offered after the templates (below)
     if (f.kernel) {
       PlanOption o;
       o.space = "fused";
@@ -540,7 +542,19 @@ Plan MakePlan(const PlanInputs& in) {
                   {"ops", f.kernel->ops}};
       // One DRAM read per input: the floor, plus re-reads from L2 for extra passes.
       o.est_ms = floor > 0 ? floor * (1.0 + 0.1 * (f.kernel->passes - 1)) : 0;
-      plan.options.push_back(std::move(o));
+      if (f.kernel->kind == "column") {
+        // A thread per line and nothing split along it: with few lines too
+        // few loads are in flight to fill DRAM's pipe (Little's law: ~720k
+        // floats in flight on an H200, 4 per thread at UNROLL 4), and its
+        // passes re-read the line. A template matched to the same reduction
+        // goes first.
+        const double lines = static_cast<double>(f.kernel->lines);
+        const double fill = lines > 0 ? std::clamp(720e3 / (4 * lines), 1.0, 16.0) : 1.0;
+        o.est_ms = floor > 0 ? floor * (1.0 + 0.5 * (f.kernel->passes - 1)) * fill : 0;
+        column = std::move(o);
+      } else {
+        plan.options.push_back(std::move(o));
+      }
     } else {
       plan.notes.push_back("no single fused kernel: " + f.why_not);
       if (auto o = LibraryWithFusedTail(*graph, in, floor, &plan.notes))
@@ -550,6 +564,7 @@ Plan MakePlan(const PlanInputs& in) {
       o.est_ms = floor > 0 ? floor * 1.2 : 0;
       plan.options.push_back(std::move(o));
     }
+    if (column) plan.options.push_back(std::move(*column));
     AddGraphed(*graph, in, &plan);
   }
   for (const Candidate& c : in.shipped) {

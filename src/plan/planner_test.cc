@@ -89,6 +89,15 @@ TEST(Planner, OffersTheFusedKernelFirstAndSaysWhyNotOtherwise) {
   ASSERT_FALSE(softmax.options.empty());
   EXPECT_EQ(softmax.options[0].space, "fused");
   EXPECT_GT(softmax.options[0].est_ms, 0);
+  // A reduction over dim 1: the reduce template first, the column kernel
+  // (a thread per line) after it.
+  const Plan sum = PlanOf("level1_10_sum_dim");
+  ASSERT_GE(sum.options.size(), 2u);
+  EXPECT_EQ(sum.options[0].detail.value("template", ""), "reduce/reduce_dim");
+  bool column = false;
+  for (std::size_t i = 1; i < sum.options.size(); ++i)
+    column = column || sum.options[i].detail.value("fused_kind", "") == "column";
+  EXPECT_TRUE(column);
   const Plan conv = PlanOf("level1_26_conv2d");
   EXPECT_TRUE(conv.options.empty());
   bool said = false;
