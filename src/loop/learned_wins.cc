@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "build/builder.h"
 #include "propose/memory_query.h"
 
 namespace kopt {
@@ -29,8 +30,13 @@ std::vector<LearnedWin> LearnedWins(const RunStore& store, const std::string& ru
     if (reference && task->bundle.eager_ms) return task->bundle.eager_ms->median;
     return std::nullopt;
   };
+  const std::string arch =
+      run->options.is_object() ? run->options.value("arch", std::string()) : "";
   for (const auto& [id, n] : nodes) {
     if (!n.parent) continue;
+    // A kernel emulated on the CPU (--arch host) was verified, but its time
+    // says nothing about any GPU: never a win to learn from.
+    if (arch == kHostArch && n.kind == NodeKind::kCuda) continue;
     auto o = outcomes.find(id);
     if (o == outcomes.end() || o->second.verdict != "measured" || !o->second.time_ms) continue;
     std::optional<double> p = parent_ms(*n.parent);
@@ -42,7 +48,7 @@ std::vector<LearnedWin> LearnedWins(const RunStore& store, const std::string& ru
     if (auto prof = store.GetProfile(run_id, task_index, *n.parent))
       parent_diagnoses = prof->diagnoses;
     w.bottleneck = Bottleneck(&task->bundle, parent_diagnoses);
-    w.arch = run->options.is_object() ? run->options.value("arch", std::string()) : "";
+    w.arch = arch;
     w.move = n.move;
     w.proposer = n.proposer;
     if (n.detail.is_object()) w.diagnosis = n.detail.value("diagnosis", std::string());

@@ -13,9 +13,9 @@ struct Fixture {
   fs::path dir = testing::ScratchDir("learned-wins");
   std::unique_ptr<RunStore> store = MakeSqliteRunStore(dir / "runs.db");
   std::string run;
-  Fixture() {
+  explicit Fixture(const std::string& arch = "sm_90") {
     NewRun nr;
-    nr.options = {{"arch", "sm_90"}, {"proposer", "llm"}};
+    nr.options = {{"arch", arch}, {"proposer", "llm"}};
     nr.device = {{"name", "NVIDIA H200"}};
     run = store->CreateRun(nr).id;
     TaskRecord t;
@@ -92,6 +92,17 @@ TEST(LearnedWins, OnlyMeasuredChildrenFasterThanTheirParentAreOffered) {
   EXPECT_EQ(entry->provenance["run"], f.run);
   EXPECT_EQ(entry->provenance["node"], 1);
   EXPECT_EQ(entry->provenance["gpu"], "NVIDIA H200");
+}
+
+TEST(LearnedWins, AKernelEmulatedOnTheCpuIsNeverAWin) {
+  Fixture f("host");
+  f.Node(1, 0, "a cuda kernel", NodeKind::kCuda);  // timed in emulation
+  f.Outcome_(1, Fixture::Ms(0.5));
+  f.Node(2, 0, "a hybrid", NodeKind::kHybrid);  // PyTorch on the CPU: a real time
+  f.Outcome_(2, Fixture::Ms(0.5));
+  std::vector<LearnedWin> wins = LearnedWins(*f.store, f.run, 0);
+  ASSERT_EQ(wins.size(), 1u);
+  EXPECT_EQ(wins[0].move, "a hybrid");
 }
 
 TEST(LearnedWins, NoKnowledgeBaseOrNoRunOffersNothing) {
