@@ -13,7 +13,7 @@ D=.devbin
 PE=${PATCHELF:-$(command -v patchelf || true)}
 [ -n "$PE" ] || { echo "devbin: no patchelf: set PATCHELF or put it on PATH" >&2; exit 1; }
 rm -rf "$D"; mkdir -p "$D/lib"
-for b in kopt tests/gpu_eval_test tests/gpu_profile_test tests/llm_script_server; do
+for b in kopt tests/gpu_eval_test tests/gpu_profile_test tests/gpu_plan_options_test tests/llm_script_server; do
   [ -x "$B/$b" ] && strip -o "$D/$(basename "$b")" "$B/$b"
 done
 # The libraries kopt resolves outside glibc, the C++ runtime and CUDA.
