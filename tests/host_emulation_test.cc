@@ -37,9 +37,11 @@ fs::path Data() { return testing::SourceDir() / "tests" / "data" / "host_emulati
 #ifdef KOPT_ON_GPU
 constexpr const char* kDevice = "cuda";
 #define KOPT_REQUIRE_DEVICE() KOPT_REQUIRE_GPU()
+#define KOPT_SUITE GpuPlanOptions
 #else
 constexpr const char* kDevice = "cpu";
 #define KOPT_REQUIRE_DEVICE() (void)0
+#define KOPT_SUITE HostEmulation
 #endif
 
 /// `kopt eval TASK CU --device cpu` (or cuda): its exit and JSON record.
@@ -77,6 +79,7 @@ std::map<std::string, std::string> CudaOptions(WorkerChannel* worker, const fs::
   return out;
 }
 
+#ifndef KOPT_ON_GPU
 TEST(HostEmulation, RewritesLaunchesAndDynamicSharedMemory) {
   const HostSource h = HostEmulationSource(
       "extern __shared__ __align__(16) float smem[];\n"
@@ -96,8 +99,9 @@ TEST(HostEmulation, RewritesLaunchesAndDynamicSharedMemory) {
   EXPECT_FALSE(HostEmulationSource("asm volatile(\"mma.sync ...\");").ok);
   EXPECT_FALSE(HostEmulationSource("#include <cublas_v2.h>\n").ok);
 }
+#endif
 
-TEST(HostEmulation, GeneratedAndTemplateKernelsPassTheVerifier) {
+TEST(KOPT_SUITE, GeneratedAndTemplateKernelsPassTheVerifier) {
   KOPT_REQUIRE_DEVICE();
   WorkerOptions wo;
   wo.repo_root = testing::SourceDir();
@@ -133,7 +137,7 @@ TEST(HostEmulation, GeneratedAndTemplateKernelsPassTheVerifier) {
   EXPECT_GE(verified.size(), 15u);
 }
 
-TEST(HostEmulation, AKernelWithOneWrongStoreIsRejected) {
+TEST(KOPT_SUITE, AKernelWithOneWrongStoreIsRejected) {
   KOPT_REQUIRE_DEVICE();
   WorkerOptions wo;
   wo.repo_root = testing::SourceDir();
