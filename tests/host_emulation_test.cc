@@ -62,6 +62,15 @@ std::string Verdict(const fs::path& json) {
   return rec.at("outcome").value("verdict", rec.at("outcome").value("kind", "?"));
 }
 
+/// A CPU worker that records op graphs on the meta device.
+std::unique_ptr<WorkerChannel> GraphWorker() {
+  WorkerOptions wo;
+  wo.repo_root = testing::SourceDir();
+  wo.device = "cpu";
+  wo.cache_dir = testing::ScratchDir("host-emulation-worker");
+  return MakeProcessWorker(wo);
+}
+
 /// The plan's cuda options for one task: label -> source.
 std::map<std::string, std::string> CudaOptions(WorkerChannel* worker, const fs::path& task) {
   WorkerReply r = worker->Call(Json{{"op", "graph"}, {"task", task.string()}}, 300);
@@ -103,11 +112,7 @@ TEST(HostEmulation, RewritesLaunchesAndDynamicSharedMemory) {
 
 TEST(KOPT_SUITE, GeneratedAndTemplateKernelsPassTheVerifier) {
   KOPT_REQUIRE_DEVICE();
-  WorkerOptions wo;
-  wo.repo_root = testing::SourceDir();
-  wo.device = "cpu";
-  wo.cache_dir = testing::ScratchDir("host-emulation-worker");
-  auto worker = MakeProcessWorker(wo);
+  auto worker = GraphWorker();
   const fs::path out = testing::ScratchDir("host-emulation-kernels");
   std::set<std::string> verified;  // "<task>: <label>"
   std::set<std::string> skipped;
@@ -139,11 +144,7 @@ TEST(KOPT_SUITE, GeneratedAndTemplateKernelsPassTheVerifier) {
 
 TEST(KOPT_SUITE, AKernelWithOneWrongStoreIsRejected) {
   KOPT_REQUIRE_DEVICE();
-  WorkerOptions wo;
-  wo.repo_root = testing::SourceDir();
-  wo.device = "cpu";
-  wo.cache_dir = testing::ScratchDir("host-emulation-worker");
-  auto worker = MakeProcessWorker(wo);
+  auto worker = GraphWorker();
   const fs::path task = Data() / "silu_bias_channel.py";
   std::string source;
   for (const auto& [label, s] : CudaOptions(worker.get(), task))

@@ -1259,24 +1259,39 @@ class Builder {
   }
   static std::string LoopClose(bool) { return "  }\n"; }
 
+  /// The accumulator declarations of one reduction (row and column kernels).
+  static std::string StatInit(const Stat& st) {
+    if (st.op == "sum") return fmt::format("  float {}_acc = 0.0f;\n", st.name);
+    if (st.op == "max") return fmt::format("  float {}_acc = -INFINITY;\n", st.name);
+    if (st.op == "min") return fmt::format("  float {}_acc = INFINITY;\n", st.name);
+    if (st.op == "argmax" || st.op == "argmin")
+      return fmt::format("  float {0}_acc = {1};\n  long long {0}_idx = 0x7fffffffffffffffLL;\n",
+                         st.name, st.op == "argmax" ? "-INFINITY" : "INFINITY");
+    if (st.op == "online")
+      return fmt::format("  float {0}_accm = -INFINITY;\n  float {0}_acc = 0.0f;\n", st.name);
+    return "";
+  }
+
+  /// The row defs whose inputs are now `known` (or emitted), not yet emitted.
+  std::string ReadyRowDefs(const std::set<std::string>& known,
+                           std::set<std::string>* emitted) const {
+    std::string out;
+    for (const Def& d : p_.defs) {
+      if (d.scope != Kind::kRow || emitted->count(d.name)) continue;
+      bool ok = true;
+      for (const std::string& dep : d.deps) ok = ok && (known.count(dep) || emitted->count(dep));
+      if (!ok) continue;
+      out += fmt::format("  const {} {} = {};\n", d.type, d.name, d.expr);
+      emitted->insert(d.name);
+    }
+    return out;
+  }
+
   /// The row kernel's passes, row values and stores, in one mode.
   std::string RowBody(int passes, bool cached) const {
     std::string s;
     std::set<int> loaded;
     std::set<std::string> emitted_rows;
-    auto emit_ready_rows = [&](const std::set<std::string>& known) {
-      std::string out;
-      for (const Def& d : p_.defs) {
-        if (d.scope != Kind::kRow || emitted_rows.count(d.name)) continue;
-        bool ok = true;
-        for (const std::string& dep : d.deps)
-          ok = ok && (known.count(dep) || emitted_rows.count(dep));
-        if (!ok) continue;
-        out += fmt::format("  const {} {} = {};\n", d.type, d.name, d.expr);
-        emitted_rows.insert(d.name);
-      }
-      return out;
-    };
     std::set<std::string> known;
     for (int pass = 0; pass < passes; ++pass) {
       std::vector<std::string> inputs;
@@ -1289,16 +1304,7 @@ class Builder {
       std::vector<const Def*> defs;
       std::set<int> leaves;
       Closure(inputs, &defs, &leaves);
-      for (const Stat* st : stats) {
-        if (st->op == "sum") s += fmt::format("  float {}_acc = 0.0f;\n", st->name);
-        if (st->op == "max") s += fmt::format("  float {}_acc = -INFINITY;\n", st->name);
-        if (st->op == "min") s += fmt::format("  float {}_acc = INFINITY;\n", st->name);
-        if (st->op == "argmax" || st->op == "argmin")
-          s += fmt::format("  float {0}_acc = {1};\n  long long {0}_idx = 0x7fffffffffffffffLL;\n",
-                           st->name, st->op == "argmax" ? "-INFINITY" : "INFINITY");
-        if (st->op == "online")
-          s += fmt::format("  float {0}_accm = -INFINITY;\n  float {0}_acc = 0.0f;\n", st->name);
-      }
+      for (const Stat* st : stats) s += StatInit(*st);
       std::string per;
       for (const Stat* st : stats) {
         if (st->op == "sum") per += fmt::format("      {}_acc += {};\n", st->name, st->input);
@@ -1337,7 +1343,7 @@ class Builder {
         known.insert(st->name + "_v");
         known.insert(st->name + "_m");
       }
-      s += emit_ready_rows(known);
+      s += ReadyRowDefs(known, &emitted_rows);
     }
     // The last pass: element outputs, then the row outputs (thread 0).
     const auto outs = ElemOutputNames();
@@ -1407,19 +1413,6 @@ class Builder {
       return b;
     };
     std::set<std::string> emitted_rows, known;
-    auto emit_ready_rows = [&]() {
-      std::string out;
-      for (const Def& d : p_.defs) {
-        if (d.scope != Kind::kRow || emitted_rows.count(d.name)) continue;
-        bool ok = true;
-        for (const std::string& dep : d.deps)
-          ok = ok && (known.count(dep) || emitted_rows.count(dep));
-        if (!ok) continue;
-        out += fmt::format("  const {} {} = {};\n", d.type, d.name, d.expr);
-        emitted_rows.insert(d.name);
-      }
-      return out;
-    };
     for (int pass = 0; pass < passes; ++pass) {
       std::vector<std::string> inputs;
       std::vector<const Stat*> stats;
@@ -1433,23 +1426,17 @@ class Builder {
       Closure(inputs, &defs, &leaves);
       std::string per;
       for (const Stat* st : stats) {
-        if (st->op == "sum") {
-          s += fmt::format("  float {}_acc = 0.0f;\n", st->name);
+        s += StatInit(*st);
+        if (st->op == "sum")
           per += fmt::format("    {}_acc += {};\n", st->name, st->input);
-        } else if (st->op == "max" || st->op == "min") {
-          s += fmt::format("  float {}_acc = {};\n", st->name,
-                           st->op == "max" ? "-INFINITY" : "INFINITY");
+        else if (st->op == "max" || st->op == "min")
           per +=
               fmt::format("    {0}_acc = kopt_{2}({0}_acc, {1});\n", st->name, st->input, st->op);
-        } else if (st->op == "argmax" || st->op == "argmin") {
-          s += fmt::format("  float {0}_acc = {1};\n  long long {0}_idx = 0x7fffffffffffffffLL;\n",
-                           st->name, st->op == "argmax" ? "-INFINITY" : "INFINITY");
+        else if (st->op == "argmax" || st->op == "argmin")
           per += fmt::format("    kopt_arg_{2}({0}_acc, {0}_idx, {1}, r);\n", st->name, st->input,
                              st->op == "argmax" ? "max" : "min");
-        } else if (st->op == "online") {
-          s += fmt::format("  float {0}_accm = -INFINITY;\n  float {0}_acc = 0.0f;\n", st->name);
+        else if (st->op == "online")
           per += fmt::format("    kopt_online({0}_accm, {0}_acc, {1});\n", st->name, st->input);
-        }
       }
       s += pass_loop(defs, leaves, per);
       for (const Stat* st : stats) {
@@ -1465,7 +1452,7 @@ class Builder {
         known.insert(st->name + "_v");
         known.insert(st->name + "_m");
       }
-      s += emit_ready_rows();
+      s += ReadyRowDefs(known, &emitted_rows);
     }
     const auto outs = ElemOutputNames();
     if (!outs.empty()) {
