@@ -70,6 +70,10 @@ for g in sorted(groups):
     for name, ve, vc, fr, s, tm in groups[g]:
         print(f"  {name:45} {'searched' if s else 'no candidate':12} {ve:5.2f}x eager  "
               f"{(f'{vc:5.2f}x' if vc else '   - '):6} compile  {(f'{fr * 100:3.0f}%' if fr else '  -')} floor")
+ph = [t["phase_s"] for t in j["tasks"] if t.get("phase_s", {}).get("capture")]
+if ph:
+    print("\nper task, mean over the " + str(len(ph)) + " this process ran: " +
+          ", ".join(f"{k} {statistics.mean(p[k] for p in ph):.1f} s" for k in ("capture", "search", "finishing")))
 w = j.get("spent", {})
 print(f"\nwall {w.get('wall_s', 0) / 60:.1f} min, GPU {w.get('gpu_s', 0) / 60:.1f} min over {sum(len(r) for r in groups.values())} "
       f"tasks: {w.get('gpu_s', 0) / 60 / max(1, sum(len(r) for r in groups.values())):.2f} GPU-min per task")

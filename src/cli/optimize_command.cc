@@ -288,7 +288,8 @@ Json ResultJson(const LoopResult& r) {
            {"notes", t.notes},
            {"profiled", t.profiled},
            {"reference_kept", t.reference_kept},
-           {"best_diagnoses", ToJson(t.best_diagnoses)}};
+           {"best_diagnoses", ToJson(t.best_diagnoses)},
+           {"phase_s", {{"capture", t.capture_s}, {"search", t.search_s}, {"finishing", t.finish_s}}}};
     if (t.best_proposal) j["best_candidate"] = t.best_proposal->candidate.name;
     if (t.best) j["best"] = ToJson(*t.best);
     if (t.bundle) {

@@ -132,6 +132,13 @@ struct TaskResult {
   bool reference_kept = false;
   int profiled = 0;                       ///< nodes profiled and diagnosed
   std::vector<Diagnosis> best_diagnoses;  ///< the winner's, when it was profiled
+  /// Wall seconds of this process's phases of the task (0 for a task that
+  /// had ended before a --resume): capture with its baselines; the search
+  /// (the root, the plan, every candidate); finishing (the finalists
+  /// re-timed, the winner profiled).
+  double capture_s = 0;
+  double search_s = 0;
+  double finish_s = 0;
 };
 
 struct LoopResult {
