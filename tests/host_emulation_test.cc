@@ -120,8 +120,20 @@ TEST(KOPT_SUITE, GeneratedAndTemplateKernelsPassTheVerifier) {
     if (e.path().extension() != ".py") continue;
     const auto options = CudaOptions(worker.get(), e.path());
     EXPECT_FALSE(options.empty()) << e.path().stem() << ": the plan offers no cuda kernel";
+    // Column kernels also with their lines split across 4 threads (the
+    // partial statistics merged in shared memory), whatever SPLIT the
+    // generator chose for these small shapes.
+    std::vector<std::pair<std::string, std::string>> runs(options.begin(), options.end());
+    for (const auto& [label, source] : options)
+      if (source.find("fused_col_kernel") != std::string::npos) {
+        std::string s = std::regex_replace(source, std::regex("constexpr int SPLIT = \\d+;"),
+                                           "constexpr int SPLIT = 4;");
+        s = std::regex_replace(s, std::regex("constexpr int THREADS = \\d+;"),
+                               "constexpr int THREADS = 64;");
+        if (s != source) runs.emplace_back(label + " [SPLIT=4]", s);
+      }
     int n = 0;
-    for (const auto& [label, source] : options) {
+    for (const auto& [label, source] : runs) {
       if (std::string(kDevice) == "cpu" && !HostEmulationSource(source).ok) {
         skipped.insert(e.path().stem().string() + ": " + label);
         continue;
@@ -139,7 +151,7 @@ TEST(KOPT_SUITE, GeneratedAndTemplateKernelsPassTheVerifier) {
   for (const auto& v : verified) std::cout << "verified on " << kDevice << ": " << v << "\n";
   for (const auto& s : skipped) std::cout << "not emulatable: " << s << "\n";
   // Every op class of tests/data/host_emulation reached the verifier.
-  EXPECT_GE(verified.size(), 15u);
+  EXPECT_GE(verified.size(), 18u);
 }
 
 TEST(KOPT_SUITE, AKernelWithOneWrongStoreIsRejected) {

@@ -12,6 +12,7 @@
 // fixed order: the result does not depend on timing (no atomics).
 #include <cuda_runtime.h>
 #include <kopt/abi.h>
+#include <kopt/scratch.h>
 #include <math.h>
 #include <stdint.h>
 
@@ -178,12 +179,9 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
     if (rows > 0) ce_rows<<<blocks, THREADS, 0, stream>>>(xp, tp, rows, cols, vec, yp, nullptr);
     return cudaGetLastError() == cudaSuccess ? 0 : 7;
   }
-  float2* partial = nullptr;
-  if (cudaMallocAsync(reinterpret_cast<void**>(&partial), sizeof(float2) * blocks, stream) !=
-      cudaSuccess)
-    return 8;
+  float2* partial = static_cast<float2*>(kopt_scratch(sizeof(float2) * blocks));
+  if (!partial) return 8;
   ce_rows<<<blocks, THREADS, 0, stream>>>(xp, tp, rows, cols, vec, nullptr, partial);
   ce_finish<<<1, 1024, 0, stream>>>(partial, blocks, yp);
-  cudaFreeAsync(partial, stream);
   return cudaGetLastError() == cudaSuccess ? 0 : 7;
 }

@@ -19,6 +19,7 @@
 // NaN: max/min/amax/amin/argmax/argmin propagate NaN like torch (a NaN wins,
 // the first NaN's index); ties give the first index.
 #include <kopt/abi.h>
+#include <kopt/scratch.h>
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -269,23 +270,6 @@ __global__ void __launch_bounds__(256) reduce_finalize(Out out, int splits) {
   write_final(out, o, a);
 }
 
-// Split scratch: one buffer per device, grown when needed; replaced buffers
-// are kept (not freed) so a captured CUDA graph stays valid. One stream at a time.
-static void* split_scratch(size_t bytes) {
-  static void* buf[64] = {};
-  static size_t cap[64] = {};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return nullptr;
-  if (cap[dev] < bytes) {
-    void* p = nullptr;
-    const size_t want = bytes < 2 * cap[dev] ? 2 * cap[dev] : bytes;
-    if (cudaMalloc(&p, want) != cudaSuccess) return nullptr;
-    buf[dev] = p;
-    cap[dev] = want;
-  }
-  return buf[dev];
-}
-
 static long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
 
 // Pieces R is split into so that `items` work items make about one wave
@@ -349,7 +333,7 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
 
   auto alloc_partials = [&]() -> bool {
     const size_t vb = ((size_t)splits * nout * 4 + 15) & ~(size_t)15;
-    char* p = static_cast<char*>(split_scratch(vb + (TRACK ? (size_t)splits * nout * 8 : 0)));
+    char* p = static_cast<char*>(kopt_scratch(vb + (TRACK ? (size_t)splits * nout * 8 : 0)));
     if (!p) return false;
     o.pv = reinterpret_cast<float*>(p);
     o.pi = reinterpret_cast<long long*>(p + vb);

@@ -24,6 +24,7 @@
 // each output is rounded from a (hi, lo) float pair of the carry, so long
 // rows stay close to the exact prefix sum.
 #include <kopt/abi.h>
+#include <kopt/scratch.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -305,24 +306,6 @@ __global__ void __launch_bounds__(THREADS)
   store_segment<VEC>(yr, n, seg, lane, o, s_prefix + (double)wpre[warp]);
 }
 
-// Look-back scratch: one device buffer per device, grown when a call needs
-// more. Replaced buffers are kept (not freed), so a captured CUDA graph that
-// still refers to an earlier one stays valid. One stream at a time.
-static void* lookback_scratch(size_t bytes) {
-  static void* buf[64] = {};
-  static size_t cap[64] = {};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return nullptr;
-  if (cap[dev] < bytes) {
-    void* p = nullptr;
-    const size_t want = bytes < 2 * cap[dev] ? 2 * cap[dev] : bytes;
-    if (cudaMalloc(&p, want) != cudaSuccess) return nullptr;
-    buf[dev] = p;
-    cap[dev] = want;
-  }
-  return buf[dev];
-}
-
 template <bool VEC>
 static int launch(const float* xs, float* ys, int64_t rows, int64_t n, int sms, cudaStream_t s) {
   const int64_t warp_blocks = (rows * 32 + THREADS - 1) / THREADS;
@@ -340,7 +323,7 @@ static int launch(const float* xs, float* ys, int64_t rows, int64_t n, int sms, 
   }
   // [counter][flags x total] (zeroed) [agg x total][inc x total]
   const size_t head = (8 + 4 * (size_t)total + 15) & ~(size_t)15;
-  char* buf = static_cast<char*>(lookback_scratch(head + 16 * (size_t)total));
+  char* buf = static_cast<char*>(kopt_scratch(head + 16 * (size_t)total));
   if (!buf) return 6;
   if (cudaMemsetAsync(buf, 0, head, s) != cudaSuccess) return 7;
   LookbackState st;

@@ -64,7 +64,6 @@ struct OptimizeArgs {
   int llm_repairs = 2;
 };
 
-constexpr const char* kDefaultBudget = "10m";
 constexpr const char* kDefaultTask = "tasks/level1/10_sum_dim.py";
 
 std::atomic<Tuner*> g_tuner{nullptr};
@@ -276,20 +275,21 @@ void PrintResult(const LoopResult& r, const fs::path& store_path) {
 Json ResultJson(const LoopResult& r) {
   Json tasks = Json::array();
   for (const auto& t : r.tasks) {
-    Json j{{"task", t.name},
-           {"status", TaskStatusName(t.status)},
-           {"error", t.error},
-           {"best_node", t.best_node},
-           {"nodes", t.nodes},
-           {"measured", t.measured},
-           {"failed", t.failed},
-           {"abandoned", t.abandoned},
-           {"finalists", t.finalists},
-           {"notes", t.notes},
-           {"profiled", t.profiled},
-           {"reference_kept", t.reference_kept},
-           {"best_diagnoses", ToJson(t.best_diagnoses)},
-           {"phase_s", {{"capture", t.capture_s}, {"search", t.search_s}, {"finishing", t.finish_s}}}};
+    Json j{
+        {"task", t.name},
+        {"status", TaskStatusName(t.status)},
+        {"error", t.error},
+        {"best_node", t.best_node},
+        {"nodes", t.nodes},
+        {"measured", t.measured},
+        {"failed", t.failed},
+        {"abandoned", t.abandoned},
+        {"finalists", t.finalists},
+        {"notes", t.notes},
+        {"profiled", t.profiled},
+        {"reference_kept", t.reference_kept},
+        {"best_diagnoses", ToJson(t.best_diagnoses)},
+        {"phase_s", {{"capture", t.capture_s}, {"search", t.search_s}, {"finishing", t.finish_s}}}};
     if (t.best_proposal) j["best_candidate"] = t.best_proposal->candidate.name;
     if (t.best) j["best"] = ToJson(*t.best);
     if (t.bundle) {
@@ -337,7 +337,7 @@ int RunOptimize(const OptimizeArgs& a) {
   for (const auto& c : a.candidates) o.proposer_options.replay_paths.push_back(fs::absolute(c));
   o.search = a.search.empty() ? (a.proposer == "replay" ? "sweep" : "mcts") : a.search;
   o.objective = ParseObjective(a.objective);
-  o.budget = ParseBudget(a.budget.empty() ? kDefaultBudget : a.budget);
+  o.budget = a.budget.empty() ? DefaultBudget(tasks.size()) : ParseBudget(a.budget);
   o.seed = a.seed;
   o.pipeline = a.pipeline;
   o.finalists = a.finalists;
@@ -479,8 +479,9 @@ void AddOptimizeCommand(CLI::App* app, int* exit_code) {
       "--budget", args->budget,
       fmt::format(
           "What the run may spend: 10m, 40 (candidates), or wall=30m,gpu=10m,candidates=200 "
-          "(default {}; on --resume, the run's own unless given)",
-          kDefaultBudget));
+          "(default {:g} min, or {:g} s per task when that is more; on --resume, the run's own "
+          "unless given)",
+          kDefaultWallS / 60, kDefaultWallPerTaskS));
   cmd->add_option("--objective", args->objective,
                   "time, energy, or energy-at-speed (least energy within 3% of "
                   "the best time)")

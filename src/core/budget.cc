@@ -91,6 +91,12 @@ bool BudgetLimits::Unlimited() const {
   return wall_s <= 0 && gpu_s <= 0 && candidates <= 0 && llm_tokens <= 0 && llm_cost_usd <= 0;
 }
 
+BudgetLimits DefaultBudget(std::size_t tasks) {
+  BudgetLimits l;
+  l.wall_s = std::max(kDefaultWallS, kDefaultWallPerTaskS * static_cast<double>(tasks));
+  return l;
+}
+
 BudgetLimits ParseBudget(const std::string& raw) {
   std::string text;
   for (char c : raw)

@@ -36,6 +36,17 @@ struct BudgetSpent {
 /// kopt::Error, one sentence, on anything else or a negative value.
 BudgetLimits ParseBudget(const std::string& text);
 
+/// The budget of a run given none: 10 minutes of wall time, or
+/// kDefaultWallPerTaskS per task when that is more. A task's fixed costs
+/// (capture with the eager and torch.compile baselines, the finalists)
+/// took ~8 s on an H200 for level-1-style tasks and more for whole
+/// networks, so a flat 10 minutes left nothing to search in a 51-task run
+/// (bench/results, sessions 13-15); 20 s a task leaves each ~10 s, about 7
+/// candidates.
+inline constexpr double kDefaultWallS = 600;
+inline constexpr double kDefaultWallPerTaskS = 20;
+BudgetLimits DefaultBudget(std::size_t tasks);
+
 /// "wall 10 min, 40 candidates" (for tables and reports).
 std::string DescribeLimits(const BudgetLimits& limits);
 std::string DescribeSpent(const BudgetSpent& spent);

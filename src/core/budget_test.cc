@@ -22,7 +22,8 @@ TEST(Budget, ParsesDurationsCountsAndKeys) {
 }
 
 TEST(Budget, RejectsNonsenseInOneSentence) {
-  for (const char* bad : {"", "-5", "10x", "wall=-1m", "candidates=2.5", "speed=3", "0", "wall=0s", ",", "1h30"}) {
+  for (const char* bad :
+       {"", "-5", "10x", "wall=-1m", "candidates=2.5", "speed=3", "0", "wall=0s", ",", "1h30"}) {
     try {
       ParseBudget(bad);
       ADD_FAILURE() << "accepted '" << bad << "'";
@@ -68,6 +69,14 @@ TEST(Budget, UnlimitedNeverRunsOut) {
   EXPECT_FALSE(b.Exhausted());
   EXPECT_DOUBLE_EQ(b.FractionSpent(), 0);
   EXPECT_EQ(DescribeLimits(BudgetLimits{}), "unlimited");
+}
+
+TEST(Budget, TheDefaultGrowsWithTheTasks) {
+  EXPECT_DOUBLE_EQ(DefaultBudget(1).wall_s, 600);
+  EXPECT_DOUBLE_EQ(DefaultBudget(30).wall_s, 600);
+  EXPECT_DOUBLE_EQ(DefaultBudget(51).wall_s, 51 * 20);
+  EXPECT_EQ(DefaultBudget(51).candidates, 0);
+  EXPECT_DOUBLE_EQ(DefaultBudget(51).gpu_s, 0);
 }
 
 }  // namespace

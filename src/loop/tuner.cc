@@ -974,9 +974,10 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
   res.search_s = search_ended - searched_at;
   res.finish_s = NowS() - search_ended;
   fixed_costs_.Add(capture_s, res.finish_s);
-  Log(fmt::format("{}: {:.1f} s: capture {:.1f} s, search {:.1f} s ({} measured), finishing {:.1f} s",
-                  lt.task.name, res.capture_s + res.search_s + res.finish_s, res.capture_s,
-                  res.search_s, res.measured + res.failed, res.finish_s));
+  Log(fmt::format(
+      "{}: {:.1f} s: capture {:.1f} s, search {:.1f} s ({} measured), finishing {:.1f} s",
+      lt.task.name, res.capture_s + res.search_s + res.finish_s, res.capture_s, res.search_s,
+      res.measured + res.failed, res.finish_s));
   progress("done");
   return res;
 }

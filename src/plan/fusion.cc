@@ -1004,7 +1004,10 @@ class Builder {
     int passes = 0;
     for (const Stat& s : p_.stats) passes = std::max(passes, s.pass + 1);
     k.passes = passes + 1;
-    if (row_kernel && Column()) k.lines = Rows();
+    if (row_kernel && Column()) {
+      k.lines = Rows();
+      k.split = ColumnSplit();
+    }
     k.source = !row_kernel ? EmitElementwise() : Column() ? EmitColumn(passes) : EmitRow(passes);
     std::vector<std::string> short_ops;
     for (const std::string& op : p_.ops) {
@@ -1014,8 +1017,9 @@ class Builder {
     }
     k.about =
         row_kernel && Column()
-            ? fmt::format("a thread per line of {} along dim {} computes {} in {} pass(es) over it",
-                          RowLen(), RDim(), fmt::join(short_ops, " -> "), k.passes)
+            ? fmt::format(
+                  "{} thread(s) per line of {} along dim {} compute {} in {} pass(es) over it",
+                  k.split, RowLen(), RDim(), fmt::join(short_ops, " -> "), k.passes)
         : row_kernel
             ? fmt::format(
                   "one block per row of {} computes {} in {} pass(es) over the row, one DRAM read",
@@ -1368,33 +1372,63 @@ class Builder {
     return s;
   }
 
-  /// The column kernel: reductions along dim RDim() of F, not the last. A
-  /// thread owns one line (the elements at base + r * inner, r < rlen) and
-  /// reduces it alone; neighbouring threads own neighbouring lines, so every
-  /// step of the loop is one coalesced read across the warp. Each pass reads
-  /// the line again (from L2 when the block's lines fit).
+  /// Threads that share a line of the column kernel by default: enough
+  /// threads in all to fill an H200's 132 SMs x 2048 (Little's law: a thread
+  /// per line with few lines leaves DRAM's pipe half empty, e.g. 65536 lines
+  /// of a softmax over dim 1 ran at 13% of its floor), each thread keeping at
+  /// least 8 steps of its line.
+  int ColumnSplit() const {
+    const long long lines = Rows(), len = RowLen();
+    int split = 1;
+    while (split < 32 && lines * split < 256 * 1024 && len / (2 * split) >= 8) split *= 2;
+    return split;
+  }
+
+  /// The column kernel: reductions along dim RDim() of F, not the last.
+  /// SPLIT threads share one line (the elements at base + r * inner, r <
+  /// rlen), thread ty taking r = ty, ty + SPLIT, ...; neighbouring threads
+  /// own neighbouring lines, so every step of the loop is one coalesced read
+  /// across a warp. The SPLIT partial statistics of a line meet in shared
+  /// memory in a fixed order (the result does not depend on timing). Each
+  /// pass reads the line again (from L2 when the block's lines fit).
   std::string EmitColumn(int passes) const {
-    std::string s = Header(fmt::format("a thread per line along dim {}", RDim()));
-    s += "// kopt:knob THREADS 256 32..1024*2 threads per block (a line each)\n"
-         "constexpr int THREADS = 256;\n"
-         "// kopt:knob UNROLL 4 {1,2,4,8} steps along the line each loop iteration unrolls: loads "
+    std::string s = Header(fmt::format("SPLIT threads per line along dim {}", RDim()));
+    s += "// kopt:knob THREADS 256 32..1024*2 threads per block\n"
+         "constexpr int THREADS = 256;\n";
+    s += fmt::format(
+        "// kopt:knob SPLIT {0} {{1,2,4,8,16,32}} threads sharing a line (their partial "
+        "statistics meet in shared memory): more threads for few lines\n"
+        "constexpr int SPLIT = {0};\n",
+        ColumnSplit());
+    s += "// kopt:knob UNROLL 4 {1,2,4,8} steps along the line each loop iteration unrolls: loads "
          "in flight\n"
          "constexpr int UNROLL = 4;\n"
-         "// kopt:constraint THREADS % 32 == 0 && THREADS <= 1024\n\n";
+         "// kopt:constraint THREADS % 32 == 0 && THREADS <= 1024 && THREADS >= 16 * SPLIT\n\n";
     s += fmt::format("constexpr int RDIM = {};  // the reduced dim\nconstexpr int RANK = {};\n",
                      RDim(), p_.F.size());
-    s += "constexpr int WARPS = THREADS / 32;\nconstexpr int ROW_WARPS = 0;\n\n";
-    s += kBlockReduce;  // kopt_online
+    s += "constexpr int WARPS = THREADS / 32;\nconstexpr int ROW_WARPS = 0;\n"
+         "constexpr int LPB = THREADS / SPLIT;  // lines per block\n\n";
+    s += kBlockReduce;  // kopt_online, kopt_online_merge
+    bool arg = false, online = false;
+    for (const Stat& st : p_.stats) {
+      arg = arg || st.op == "argmax" || st.op == "argmin";
+      online = online || st.op == "online";
+    }
     s += "__global__ void __launch_bounds__(THREADS) fused_col_kernel(Args a, int64_t lines, "
          "int64_t cols, int64_t inner) {\n";
-    s += "  const int64_t row = (int64_t)blockIdx.x * THREADS + threadIdx.x;\n"
-         "  if (row >= lines) return;\n"
+    s += "  __shared__ float cs[SPLIT > 1 ? THREADS : 1];\n";
+    if (online) s += "  __shared__ float cs2[SPLIT > 1 ? THREADS : 1];\n";
+    if (arg) s += "  __shared__ long long ci[SPLIT > 1 ? THREADS : 1];\n";
+    s += "  const int tx = threadIdx.x % LPB, ty = threadIdx.x / LPB;\n"
+         "  const int64_t row = (int64_t)blockIdx.x * LPB + tx;\n"
+         "  const bool live = row < lines;  // no early return: the block meets at barriers\n"
          "  const int64_t o = row / inner, j = row - o * inner;\n"
          "  const int64_t base = o * cols * inner + j;\n";
-    // One pass: loads, element defs and `per` for every r along the line.
+    // One pass: loads, element defs and `per` for this thread's steps.
     auto pass_loop = [&](const std::vector<const Def*>& defs, const std::set<int>& leaves,
                          const std::string& per) {
-      std::string b = "#pragma unroll UNROLL\n  for (int64_t r = 0; r < cols; ++r) {\n";
+      std::string b =
+          "#pragma unroll UNROLL\n  for (int64_t r = live ? ty : cols; r < cols; r += SPLIT) {\n";
       b += "    const int64_t i = base + r * inner;\n    (void)i;\n";
       for (int l : leaves) {
         const Leaf& leaf = p_.leaves[static_cast<std::size_t>(l)];
@@ -1411,6 +1445,37 @@ class Builder {
       b += per;
       b += "  }\n";
       return b;
+    };
+    // The SPLIT partials of one statistic, merged in ty order by every thread.
+    auto merge = [](const Stat& st) {
+      std::string m = "  if constexpr (SPLIT > 1) {\n";
+      if (st.op == "online") {
+        m += fmt::format(
+            "    cs[threadIdx.x] = {0}_accm;\n    cs2[threadIdx.x] = {0}_acc;\n    "
+            "__syncthreads();\n"
+            "    {0}_accm = cs[tx];\n    {0}_acc = cs2[tx];\n"
+            "    for (int k = 1; k < SPLIT; ++k) kopt_online_merge({0}_accm, {0}_acc, cs[k * LPB + "
+            "tx], cs2[k * LPB + tx]);\n",
+            st.name);
+      } else if (st.op == "argmax" || st.op == "argmin") {
+        m += fmt::format(
+            "    cs[threadIdx.x] = {0}_acc;\n    ci[threadIdx.x] = {0}_idx;\n    __syncthreads();\n"
+            "    {0}_acc = cs[tx];\n    {0}_idx = ci[tx];\n"
+            "    for (int k = 1; k < SPLIT; ++k) kopt_arg_{1}({0}_acc, {0}_idx, cs[k * LPB + tx], "
+            "ci[k * LPB + tx]);\n",
+            st.name, st.op == "argmax" ? "max" : "min");
+      } else {
+        const std::string step = st.op == "sum"   ? "{0}_acc += cs[k * LPB + tx]"
+                                 : st.op == "max" ? "{0}_acc = kopt_max({0}_acc, cs[k * LPB + tx])"
+                                                  : "{0}_acc = kopt_min({0}_acc, cs[k * LPB + tx])";
+        m += fmt::format(
+            "    cs[threadIdx.x] = {0}_acc;\n    __syncthreads();\n    {0}_acc = cs[tx];\n",
+            st.name);
+        m += "    for (int k = 1; k < SPLIT; ++k) " + fmt::format(fmt::runtime(step), st.name) +
+             ";\n";
+      }
+      m += "    __syncthreads();\n  }\n";
+      return m;
     };
     std::set<std::string> emitted_rows, known;
     for (int pass = 0; pass < passes; ++pass) {
@@ -1440,6 +1505,7 @@ class Builder {
       }
       s += pass_loop(defs, leaves, per);
       for (const Stat* st : stats) {
+        s += merge(*st);
         if (st->op == "argmax" || st->op == "argmin")
           s += fmt::format("  const float {0}_v = {0}_acc;\n  const long long {0} = {0}_idx;\n",
                            st->name);
@@ -1465,15 +1531,18 @@ class Builder {
           per += fmt::format("    kopt_put(a.o{}, i, {});\n", o.abi, o.name);
       s += pass_loop(defs, leaves, per);
     }
+    std::string row_stores;
     for (const Output& o : p_.outputs)
-      if (o.kind == Kind::kRow) s += fmt::format("  kopt_put(a.o{}, row, {});\n", o.abi, o.name);
+      if (o.kind == Kind::kRow)
+        row_stores += fmt::format("    kopt_put(a.o{}, row, {});\n", o.abi, o.name);
+    if (!row_stores.empty()) s += "  if (live && ty == 0) {\n" + row_stores + "  }\n";
     s += "}\n\n";
     s += Forward(
         "  if (F.ndim != RANK) return 2;\n"
         "  int64_t inner = 1;\n"
         "  for (int d = RDIM + 1; d < RANK; ++d) inner *= F.shape[d];\n"
         "  const int64_t rlen = F.shape[RDIM];\n"
-        "  const int64_t blocks = (rows + THREADS - 1) / THREADS;\n"
+        "  const int64_t blocks = (rows + LPB - 1) / LPB;\n"
         "  if (blocks > 0x7fffffffLL) return 7;\n"
         "  (void)align;\n"
         "  fused_col_kernel<<<(unsigned)blocks, THREADS, 0, st>>>(a, rows, rlen, inner);\n",

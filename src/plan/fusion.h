@@ -28,7 +28,8 @@ struct FusedKernel {
   std::string about;   ///< one line: what it fuses and how
   std::vector<std::string> ops;  ///< the aten ops it replaces, in graph order
   int passes = 1;  ///< passes over each row (row kernels: reductions that depend on each other + 1)
-  long long lines = 0;  ///< column kernels: the lines (threads) at the captured shape
+  long long lines = 0;  ///< column kernels: the lines at the captured shape
+  int split = 1;        ///< column kernels: threads per line by default (knob SPLIT)
   /// FuseTail only: the value ids the kernel reads, in in[] order.
   std::vector<int> inputs;
   /// The in[] index whose shape is the iteration shape (an input read

@@ -5,6 +5,7 @@
 // extremes.
 #include "plan/fusion.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <iostream>
@@ -82,6 +83,27 @@ TEST(Fusion, ElementwiseAndRowChainsOfTheSuiteBecomeOneKernel) {
   }
   for (const auto& [name, r] : all)
     if (!r.kernel) std::cout << name << ": " << r.why_not << "\n";
+}
+
+TEST(Fusion, ColumnKernelsSplitLinesAcrossThreadsWhenTheLinesAreFew) {
+  int column = 0;
+  for (const auto& [name, r] : AllGraphs()) {
+    if (!r.kernel || r.kernel->kind != "column") continue;
+    ++column;
+    const FusedKernel& k = *r.kernel;
+    EXPECT_NE(k.source.find(fmt::format("constexpr int SPLIT = {};", k.split)), std::string::npos)
+        << name;
+    EXPECT_GE(k.split, 1) << name;
+    EXPECT_LE(k.split, 32) << name;
+    EXPECT_NE(k.about.find(fmt::format("{} thread(s) per line", k.split)), std::string::npos)
+        << name << ": " << k.about;
+  }
+  EXPECT_GE(column, 2);
+  // A sum over dim 1 of [64, 2048, 1024]: 65536 lines of 2048, four threads
+  // each (262144 threads in all, about what 132 SMs hold).
+  const FusedKernel& sum = *AllGraphs().at("level1_10_sum_dim").kernel;
+  EXPECT_EQ(sum.lines, 65536);
+  EXPECT_EQ(sum.split, 4);
 }
 
 TEST(Fusion, SaysWhichOpStopsIt) {

@@ -543,13 +543,12 @@ Plan MakePlan(const PlanInputs& in) {
       // One DRAM read per input: the floor, plus re-reads from L2 for extra passes.
       o.est_ms = floor > 0 ? floor * (1.0 + 0.1 * (f.kernel->passes - 1)) : 0;
       if (f.kernel->kind == "column") {
-        // A thread per line and nothing split along it: with few lines too
-        // few loads are in flight to fill DRAM's pipe (Little's law: ~720k
-        // floats in flight on an H200, 4 per thread at UNROLL 4), and its
-        // passes re-read the line. A template matched to the same reduction
-        // goes first.
-        const double lines = static_cast<double>(f.kernel->lines);
-        const double fill = lines > 0 ? std::clamp(720e3 / (4 * lines), 1.0, 16.0) : 1.0;
+        // A few threads per line: with few lines too few loads are in
+        // flight to fill DRAM's pipe (Little's law: ~720k floats in flight
+        // on an H200, 4 per thread at UNROLL 4), and its passes re-read the
+        // line. A template matched to the same reduction goes first.
+        const double threads = static_cast<double>(f.kernel->lines) * std::max(1, f.kernel->split);
+        const double fill = threads > 0 ? std::clamp(720e3 / (4 * threads), 1.0, 16.0) : 1.0;
         o.est_ms = floor > 0 ? floor * (1.0 + 0.5 * (f.kernel->passes - 1)) * fill : 0;
         column = std::move(o);
       } else {

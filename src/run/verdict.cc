@@ -19,7 +19,8 @@ std::string Shape(const std::vector<T>& v) {
 }
 
 // A statistic of an optional set, or `fallback` when either is missing.
-double Stat(const std::optional<ErrorStats>& s, std::optional<double> ErrorStats::*field, double fallback = 0) {
+double Stat(const std::optional<ErrorStats>& s, std::optional<double> ErrorStats::*field,
+            double fallback = 0) {
   return s && (*s).*field ? *((*s).*field) : fallback;
 }
 
@@ -64,40 +65,48 @@ std::function<double(size_t)> OutputTolerance(const ReferenceCheck& cc, const Ta
                                               const VerifyPolicy& policy) {
   return [&cc, &bundle, &policy](size_t i) {
     std::string dtype = i < bundle.outputs.size() ? bundle.outputs[i].dtype : "float32";
-    double err = cc.ref_error && i < cc.ref_error->size() ? Stat((*cc.ref_error)[i], &ErrorStats::rel_l2) : 0;
-    return std::max(policy.reference_error_multiple * err, policy.dtype_eps_multiple * DtypeEpsilon(dtype));
+    double err = cc.ref_error && i < cc.ref_error->size()
+                     ? Stat((*cc.ref_error)[i], &ErrorStats::rel_l2)
+                     : 0;
+    return std::max(policy.reference_error_multiple * err,
+                    policy.dtype_eps_multiple * DtypeEpsilon(dtype));
   };
 }
 
 // Judges one output of one seed; appends reasons.
-void JudgeOutput(size_t index, const OutputCheck& out, const TaskBundle& bundle, const VerifyPolicy& policy,
-                 const Contract& contract, std::vector<std::string>* reasons) {
+void JudgeOutput(size_t index, const OutputCheck& out, const TaskBundle& bundle,
+                 const VerifyPolicy& policy, const Contract& contract,
+                 std::vector<std::string>* reasons) {
   std::string name = bundle.outputs.size() > 1 ? fmt::format("output {}", index) : "the output";
   if (out.exact_tensor && !*out.exact_tensor)
-    reasons->push_back(fmt::format(
-        "{} is not a plain torch.Tensor (a subclass or a deferred object): its values could be computed after the "
-        "timer stopped, or differ from what it reports",
-        name));
+    reasons->push_back(
+        fmt::format("{} is not a plain torch.Tensor (a subclass or a deferred object): its values "
+                    "could be computed after the "
+                    "timer stopped, or differ from what it reports",
+                    name));
   if (!out.shape_ok) {
-    std::string expect = out.ref_shape                    ? Shape(*out.ref_shape)
+    std::string expect = out.ref_shape                   ? Shape(*out.ref_shape)
                          : index < bundle.outputs.size() ? Shape(bundle.outputs[index].shape)
-                                                          : "?";
+                                                         : "?";
     reasons->push_back(fmt::format("{} has shape {} but the reference has {}", name,
                                    Shape(out.shape.value_or(std::vector<long long>{})), expect));
     return;
   }
   if (!out.dtype_ok) {
-    reasons->push_back(fmt::format("{} has dtype {} but the reference has {}", name, out.dtype.value_or("?"),
-                                   index < bundle.outputs.size() ? bundle.outputs[index].dtype : "?"));
+    reasons->push_back(
+        fmt::format("{} has dtype {} but the reference has {}", name, out.dtype.value_or("?"),
+                    index < bundle.outputs.size() ? bundle.outputs[index].dtype : "?"));
     return;
   }
-  if (out.aliases_input) reasons->push_back(fmt::format("{} shares memory with an input or parameter", name));
+  if (out.aliases_input)
+    reasons->push_back(fmt::format("{} shares memory with an input or parameter", name));
   long long poison = out.poison_left;
   if (poison > 0)
     reasons->push_back(fmt::format("{} has {} element(s) the candidate never wrote", name, poison));
   if (out.nan > 0 || out.inf > 0) {
     if (poison == 0)
-      reasons->push_back(fmt::format("{} contains {} NaN and {} Inf value(s)", name, out.nan, out.inf));
+      reasons->push_back(
+          fmt::format("{} contains {} NaN and {} Inf value(s)", name, out.nan, out.inf));
     return;
   }
 
@@ -114,7 +123,8 @@ void JudgeOutput(size_t index, const OutputCheck& out, const TaskBundle& bundle,
     const std::optional<ErrorStats>& lp = out.reflowp_vs_ref64;
     ref->rel_l2 = std::max(Stat(ref, &ErrorStats::rel_l2), Stat(lp, &ErrorStats::rel_l2));
     ref->max_abs = std::max(Stat(ref, &ErrorStats::max_abs), Stat(lp, &ErrorStats::max_abs));
-    lowp_note = fmt::format(" (as a {} reference; the contract allows it)", PrecisionName(contract.precision));
+    lowp_note = fmt::format(" (as a {} reference; the contract allows it)",
+                            PrecisionName(contract.precision));
   }
 
   // Determinism: the same inputs run twice (the worker scribbles over freed
@@ -127,45 +137,51 @@ void JudgeOutput(size_t index, const OutputCheck& out, const TaskBundle& bundle,
                          policy.dtype_eps_multiple * DtypeEpsilon(dtype));
     double diff = *out.rerun_rel_diff;
     if (diff > allowed)
-      reasons->push_back(fmt::format(
-          "the candidate's output changes between runs on the same inputs: it reads memory nothing wrote, or "
-          "races ({} differs by {:.3g} relative L2 between two runs; allowed {:.3g})",
-          name, diff, allowed));
+      reasons->push_back(
+          fmt::format("the candidate's output changes between runs on the same inputs: it reads "
+                      "memory nothing wrote, or "
+                      "races ({} differs by {:.3g} relative L2 between two runs; allowed {:.3g})",
+                      name, diff, allowed));
   }
 
   if (policy.tolerance == TolerancePolicy::kKernelBench || !vs64 || !ref) {
     double worst = Stat(vs32, &ErrorStats::worst_ratio, 1e300);
     if (worst > 1.0) {
       Tolerance tol = KernelBenchTolerance(dtype);
-      reasons->push_back(fmt::format(
-          "{} differs from the fp32 reference beyond atol={:g}, rtol={:g} (worst element at {:.3g}x the "
-          "tolerance, max abs error {:.3g})",
-          name, tol.atol, tol.rtol, worst, Stat(vs32, &ErrorStats::max_abs)));
+      reasons->push_back(
+          fmt::format("{} differs from the fp32 reference beyond atol={:g}, rtol={:g} (worst "
+                      "element at {:.3g}x the "
+                      "tolerance, max abs error {:.3g})",
+                      name, tol.atol, tol.rtol, worst, Stat(vs32, &ErrorStats::max_abs)));
     }
     return;
   }
 
   double eps = DtypeEpsilon(dtype);
   double scale = std::max(out.ref_max_abs.value_or(0), 1e-30);
-  double allowed_rel =
-      std::max(policy.reference_error_multiple * Stat(ref, &ErrorStats::rel_l2), policy.dtype_eps_multiple * eps);
+  double allowed_rel = std::max(policy.reference_error_multiple * Stat(ref, &ErrorStats::rel_l2),
+                                policy.dtype_eps_multiple * eps);
   double allowed_abs = std::max(policy.reference_error_multiple * Stat(ref, &ErrorStats::max_abs),
                                 policy.dtype_eps_multiple * eps * scale);
-  double rel = Stat(vs64, &ErrorStats::rel_l2, 1e300), abs_err = Stat(vs64, &ErrorStats::max_abs, 1e300);
+  double rel = Stat(vs64, &ErrorStats::rel_l2, 1e300),
+         abs_err = Stat(vs64, &ErrorStats::max_abs, 1e300);
   if (rel > allowed_rel) {
     reasons->push_back(fmt::format(
-        "{} is off by {:.3g} (relative L2) against the float64 truth; allowed {:.3g}, the reference itself "
+        "{} is off by {:.3g} (relative L2) against the float64 truth; allowed {:.3g}, the "
+        "reference itself "
         "is off by {:.3g}{}{}",
         name, rel, allowed_rel, Stat(ref, &ErrorStats::rel_l2), lowp_note,
         rel >= 3e-2 ? ""
         : contract.precision == Precision::kStrict
-            ? " (looks like reduced precision or a different algorithm; the contract is strict fp32)"
+            ? " (looks like reduced precision or a different algorithm; the contract is strict "
+              "fp32)"
             : " (looks like lower precision than the contract allows, or a different algorithm)"));
   } else if (abs_err > allowed_abs) {
-    reasons->push_back(fmt::format(
-        "{} has an element off by {:.3g} against the float64 truth; allowed {:.3g} (the reference's "
-        "worst is {:.3g}{})",
-        name, abs_err, allowed_abs, Stat(ref, &ErrorStats::max_abs), lowp_note));
+    reasons->push_back(
+        fmt::format("{} has an element off by {:.3g} against the float64 truth; allowed {:.3g} "
+                    "(the reference's "
+                    "worst is {:.3g}{})",
+                    name, abs_err, allowed_abs, Stat(ref, &ErrorStats::max_abs), lowp_note));
   }
 }
 
@@ -183,8 +199,10 @@ CleanFacts CleanFactsFromJson(const Json& j) {
   if (!j.is_object()) return c;
   c.reference = ParseReferenceReply(j.value("reference", Json()));
   c.host_clock = j.value("host_clock", false);
-  if (j.contains("eager_ms") && j["eager_ms"].is_object()) c.eager_ms = SampleSummaryFromJson(j["eager_ms"]);
-  if (j.contains("compile_ms") && j["compile_ms"].is_object()) c.compile_ms = SampleSummaryFromJson(j["compile_ms"]);
+  if (j.contains("eager_ms") && j["eager_ms"].is_object())
+    c.eager_ms = SampleSummaryFromJson(j["eager_ms"]);
+  if (j.contains("compile_ms") && j["compile_ms"].is_object())
+    c.compile_ms = SampleSummaryFromJson(j["compile_ms"]);
   return c;
 }
 
@@ -199,7 +217,8 @@ std::string FingerprintDifference(const Fingerprint& a, const Fingerprint& b, do
   double abs_sum = std::max(a.abs_sum, b.abs_sum);
   double sq_sum = std::max(a.sq_sum, b.sq_sum);
   double tiny = 1e-300;
-  if (std::fabs(a.sum - b.sum) > rel_tol * abs_sum + tiny) return fmt::format("sum {:.10g} vs {:.10g}", a.sum, b.sum);
+  if (std::fabs(a.sum - b.sum) > rel_tol * abs_sum + tiny)
+    return fmt::format("sum {:.10g} vs {:.10g}", a.sum, b.sum);
   if (std::fabs(a.abs_sum - b.abs_sum) > rel_tol * abs_sum + tiny)
     return fmt::format("sum of |x| {:.10g} vs {:.10g}", a.abs_sum, b.abs_sum);
   if (std::fabs(a.sq_sum - b.sq_sum) > 2 * rel_tol * sq_sum + tiny)
@@ -239,7 +258,9 @@ std::string TamperReason(const std::optional<std::vector<std::string>>& tampered
   return fmt::format("the candidate replaced {}; timing cannot be trusted", names);
 }
 
-std::string TamperReason(const Json& reply) { return TamperReason(ParseEvaluateReply(reply).tampered); }
+std::string TamperReason(const Json& reply) {
+  return TamperReason(ParseEvaluateReply(reply).tampered);
+}
 
 std::string TorchOpsReason(const EvaluateReply& reply, const Contract& contract) {
   if (contract.torch_ops || !reply.torch_ops) return "";
@@ -258,8 +279,13 @@ std::string TorchOpsReason(const EvaluateReply& reply, const Contract& contract)
     if (v.size() > 6) s += fmt::format(" and {} more", v.size() - 6);
     return s;
   };
-  std::string s = "the contract forbids torch operators (allocation, views and copies only), but the candidate called ";
-  if (!shared.empty()) s += join(shared) + ", which the reference itself uses: it calls the reference's operator (or Model) instead of implementing it";
+  std::string s =
+      "the contract forbids torch operators (allocation, views and copies only), but the candidate "
+      "called ";
+  if (!shared.empty())
+    s += join(shared) +
+         ", which the reference itself uses: it calls the reference's operator (or Model) instead "
+         "of implementing it";
   if (!shared.empty() && !other.empty()) s += "; and ";
   if (!other.empty()) s += join(other);
   return s;
@@ -269,28 +295,35 @@ std::string TorchOpsReason(const Json& reply, const Contract& contract) {
   return TorchOpsReason(ParseEvaluateReply(reply), contract);
 }
 
-std::vector<std::string> JudgeChecks(const EvaluateReply& reply, const TaskBundle& bundle, const VerifyPolicy& policy,
-                                     const Contract& contract, const CleanFacts* clean) {
+std::vector<std::string> JudgeChecks(const EvaluateReply& reply, const TaskBundle& bundle,
+                                     const VerifyPolicy& policy, const Contract& contract,
+                                     const CleanFacts* clean) {
   std::vector<std::string> reasons;
   if (std::string t = TamperReason(reply.tampered); !t.empty()) reasons.push_back(t);
   if (std::string t = TorchOpsReason(reply, contract); !t.empty()) reasons.push_back(t);
   const std::vector<EvaluateCheck>& checks = reply.checks;
   if (checks.empty()) return {"the worker returned no checks"};
   auto clean_check = [&](const EvaluateCheck& check) {
-    return CleanCheck(check.seed.value_or(-2), check.distribution, check.second_shape.has_value(), clean);
+    return CleanCheck(check.seed.value_or(-2), check.distribution, check.second_shape.has_value(),
+                      clean);
   };
   // The reference the candidate's process computed must be the clean
   // process's: same inputs, same outputs within the reference's own error.
   for (const auto& check : checks) {
     const ReferenceCheck* cc = clean_check(check);
     if (!cc) continue;
-    std::string why = ListDifference(check.input_fp, cc->input_fp, [](size_t) { return 1e-12; }, "input");
-    if (why.empty()) why = ListDifference(check.ref_fp, cc->ref_fp, OutputTolerance(*cc, bundle, policy), "output");
+    std::string why = ListDifference(
+        check.input_fp, cc->input_fp, [](size_t) { return 1e-12; }, "input");
     if (why.empty())
-      why = ListDifference(check.ref64_fp, cc->ref64_fp, [](size_t) { return 1e-9; }, "float64 output");
+      why =
+          ListDifference(check.ref_fp, cc->ref_fp, OutputTolerance(*cc, bundle, policy), "output");
+    if (why.empty())
+      why = ListDifference(
+          check.ref64_fp, cc->ref64_fp, [](size_t) { return 1e-9; }, "float64 output");
     if (!why.empty()) {
       reasons.push_back(fmt::format(
-          "the reference in the candidate's process differs from a clean process's ({}, {}): the candidate changed "
+          "the reference in the candidate's process differs from a clean process's ({}, {}): the "
+          "candidate changed "
           "what the reference computes (its classes, the torch functions it calls, or its inputs)",
           CheckPlace(check), why));
       break;
@@ -302,8 +335,10 @@ std::vector<std::string> JudgeChecks(const EvaluateReply& reply, const TaskBundl
     // A check on the contract's second shape (module-level sizes overridden).
     std::string shape;
     if (check.second_shape)
-      for (const auto& [k, v] : *check.second_shape) shape += fmt::format("{}{}={}", shape.empty() ? "" : " ", k, v);
-    if (check.inputs_mutated) seed_reasons.push_back("the candidate modified its inputs (or parameters) during the call");
+      for (const auto& [k, v] : *check.second_shape)
+        shape += fmt::format("{}{}={}", shape.empty() ? "" : " ", k, v);
+    if (check.inputs_mutated)
+      seed_reasons.push_back("the candidate modified its inputs (or parameters) during the call");
     std::vector<OutputCheck> outs = check.outputs;
     // The clean process's reference error sets the allowance (the
     // candidate's process could have made its own reference less accurate).
@@ -311,27 +346,33 @@ std::vector<std::string> JudgeChecks(const EvaluateReply& reply, const TaskBundl
       for (size_t i = 0; i < outs.size() && i < cc->ref_error->size(); ++i)
         if ((*cc->ref_error)[i]) outs[i].ref32_vs_ref64 = (*cc->ref_error)[i];
     if (outs.size() != bundle.outputs.size() && !bundle.outputs.empty())
-      seed_reasons.push_back(fmt::format("the candidate returned {} output(s) but the reference returns {}",
-                                         outs.size(), bundle.outputs.size()));
+      seed_reasons.push_back(
+          fmt::format("the candidate returned {} output(s) but the reference returns {}",
+                      outs.size(), bundle.outputs.size()));
     else
-      for (size_t i = 0; i < outs.size(); ++i) JudgeOutput(i, outs[i], bundle, policy, contract, &seed_reasons);
+      for (size_t i = 0; i < outs.size(); ++i)
+        JudgeOutput(i, outs[i], bundle, policy, contract, &seed_reasons);
     const std::string& dist = check.distribution;
     if (dist == "task" && !seed_reasons.empty()) task_dist_failed = true;
     for (auto& r : seed_reasons) {
-      std::string where = fmt::format("{}, {}", CheckPlace(check),
-                                      check.order == "candidate_first" ? "candidate ran first" : "reference ran first");
+      std::string where = fmt::format(
+          "{}, {}", CheckPlace(check),
+          check.order == "candidate_first" ? "candidate ran first" : "reference ran first");
       std::string tagged;
       if (dist != "task") {
         tagged = fmt::format("on {} inputs: {} ({}){}", dist, r, where,
-                             task_dist_failed ? ""
-                                              : "; it passed on the task's own inputs, so it is right only on "
-                                                "get_inputs()'s distribution");
+                             task_dist_failed
+                                 ? ""
+                                 : "; it passed on the task's own inputs, so it is right only on "
+                                   "get_inputs()'s distribution");
       } else if (shape.empty()) {
         tagged = fmt::format("{} ({})", r, where);
       } else {
-        tagged = fmt::format("on the contract's second shape ({}): {} ({}){}", shape, r, where,
-                             reasons.empty() ? "; it passed on the task's own shape, so it likely hard-codes the shape"
-                                             : "");
+        tagged = fmt::format(
+            "on the contract's second shape ({}): {} ({}){}", shape, r, where,
+            reasons.empty()
+                ? "; it passed on the task's own shape, so it likely hard-codes the shape"
+                : "");
       }
       // Keep one reason per distinct problem: the first seed that shows it.
       bool seen = std::any_of(reasons.begin(), reasons.end(),
@@ -342,8 +383,9 @@ std::vector<std::string> JudgeChecks(const EvaluateReply& reply, const TaskBundl
   return reasons;
 }
 
-std::vector<std::string> JudgeChecks(const Json& reply, const TaskBundle& bundle, const VerifyPolicy& policy,
-                                     const Contract& contract, const CleanFacts* clean) {
+std::vector<std::string> JudgeChecks(const Json& reply, const TaskBundle& bundle,
+                                     const VerifyPolicy& policy, const Contract& contract,
+                                     const CleanFacts* clean) {
   return JudgeChecks(ParseEvaluateReply(reply), bundle, policy, contract, clean);
 }
 
@@ -351,7 +393,8 @@ Outcome JudgeTiming(const TimeReply& reply, const TaskBundle& bundle, const Veri
                     const Contract& contract, const CleanFacts* clean) {
   const auto& samples = reply.samples;
   auto found = samples.find("candidate");
-  if (found == samples.end()) return Crashed{"internal", "the worker returned no candidate timings"};
+  if (found == samples.end())
+    return Crashed{"internal", "the worker returned no candidate timings"};
   const ContenderSamples& cand = found->second;
   if (cand.error) return Crashed{"candidate_error", *cand.error};
   if (std::string t = TamperReason(reply.tampered); !t.empty()) return Incorrect{{t}};
@@ -367,28 +410,35 @@ Outcome JudgeTiming(const TimeReply& reply, const TaskBundle& bundle, const Veri
         if (check.inputs_mutated) rs.push_back("it modified its inputs");
         const std::vector<OutputCheck>& outs = check.outputs;
         if (outs.size() != bundle.outputs.size() && !bundle.outputs.empty())
-          rs.push_back(fmt::format("it returned {} output(s), the reference {}", outs.size(), bundle.outputs.size()));
+          rs.push_back(fmt::format("it returned {} output(s), the reference {}", outs.size(),
+                                   bundle.outputs.size()));
         else
-          for (size_t i = 0; i < outs.size(); ++i) JudgeOutput(i, outs[i], bundle, policy, contract, &rs);
+          for (size_t i = 0; i < outs.size(); ++i)
+            JudgeOutput(i, outs[i], bundle, policy, contract, &rs);
         if (rs.empty()) continue;
-        std::string where = fmt::format("timed call {} of {}, one of {} chosen at random after they ran", check.call,
-                                        c.calls, list.size());
+        std::string where =
+            fmt::format("timed call {} of {}, one of {} chosen at random after they ran",
+                        check.call, c.calls, list.size());
         if (who == "candidate") {
           std::vector<std::string> reasons;
           for (auto& r : rs)
-            reasons.push_back(fmt::format("in {}: {} (it computes otherwise while timed than while checked)", where, r));
+            reasons.push_back(fmt::format(
+                "in {}: {} (it computes otherwise while timed than while checked)", where, r));
           return Incorrect{reasons};
         }
-        timed_warnings.push_back(fmt::format("the {} baseline was wrong in {}: {}", who, where, rs.front()));
+        timed_warnings.push_back(
+            fmt::format("the {} baseline was wrong in {}: {}", who, where, rs.front()));
         break;
       }
       if (who == "candidate" && !list.empty())
-        timed_notes.push_back(fmt::format("{} of its {} timed calls, chosen at random after they ran, were checked",
-                                          list.size(), c.calls));
+        timed_notes.push_back(
+            fmt::format("{} of its {} timed calls, chosen at random after they ran, were checked",
+                        list.size(), c.calls));
     }
     if (tc.suspicious)
       timed_notes.push_back(fmt::format(
-          "its time ({:.4g} ms after {} calls) was below {:.0f}% of the reference algorithm's floor ({:.4g} ms), so "
+          "its time ({:.4g} ms after {} calls) was below {:.0f}% of the reference algorithm's "
+          "floor ({:.4g} ms), so "
           "its timed calls were checked with probability {:.2f} instead of {:.2f}",
           tc.suspicious->median_ms, tc.suspicious->after_calls, 100 * tc.suspicious->fraction,
           tc.suspicious->floor_ms, tc.suspicious->p, tc.p));
@@ -398,13 +448,17 @@ Outcome JudgeTiming(const TimeReply& reply, const TaskBundle& bundle, const Veri
   if (clean && reply.ref_probe) {
     const ReferenceProbe& probe = *reply.ref_probe;
     if (const ReferenceCheck* cc = CleanCheck(probe.seed.value_or(-1), "task", false, clean)) {
-      std::string why = ListDifference(probe.input_fp, cc->input_fp, [](size_t) { return 1e-12; }, "input");
-      if (why.empty()) why = ListDifference(probe.ref_fp, cc->ref_fp, OutputTolerance(*cc, bundle, policy), "output");
+      std::string why = ListDifference(
+          probe.input_fp, cc->input_fp, [](size_t) { return 1e-12; }, "input");
+      if (why.empty())
+        why = ListDifference(probe.ref_fp, cc->ref_fp, OutputTolerance(*cc, bundle, policy),
+                             "output");
       if (!why.empty())
-        return Incorrect{{fmt::format(
-            "after its timed calls, the reference in the candidate's process computes otherwise than in a clean "
-            "process (seed {}, {}): the candidate changed the reference",
-            probe.seed.value_or(-1), why)}};
+        return Incorrect{
+            {fmt::format("after its timed calls, the reference in the candidate's process computes "
+                         "otherwise than in a clean "
+                         "process (seed {}, {}): the candidate changed the reference",
+                         probe.seed.value_or(-1), why)}};
     }
   }
   if (reply.timing_audit) {
@@ -412,10 +466,12 @@ Outcome JudgeTiming(const TimeReply& reply, const TaskBundle& bundle, const Veri
     // every timed call: the timed calls must compute the answer too.
     std::vector<std::string> reasons;
     const std::vector<OutputCheck>& outs = reply.timing_audit->outputs;
-    for (size_t i = 0; i < outs.size(); ++i) JudgeOutput(i, outs[i], bundle, policy, contract, &reasons);
+    for (size_t i = 0; i < outs.size(); ++i)
+      JudgeOutput(i, outs[i], bundle, policy, contract, &reasons);
     if (!reasons.empty()) {
       for (auto& r : reasons)
-        r += " (in the timed calls: a timed input set whose contents changed between calls; a result cached from "
+        r += " (in the timed calls: a timed input set whose contents changed between calls; a "
+             "result cached from "
              "an earlier call would be stale)";
       return Incorrect{reasons};
     }
@@ -450,15 +506,18 @@ Outcome JudgeTiming(const TimeReply& reply, const TaskBundle& bundle, const Veri
     // process no candidate touched: much slower beside it means the candidate
     // slowed them (speedups use the faster of the two either way).
     double allowed = clean->host_clock ? policy.reference_slowdown_host : policy.reference_slowdown;
-    double allowed_ms = clean->host_clock ? policy.reference_slowdown_host_ms : policy.reference_slowdown_ms;
+    double allowed_ms =
+        clean->host_clock ? policy.reference_slowdown_host_ms : policy.reference_slowdown_ms;
     auto compare = [&](const char* who, const std::optional<SampleSummary>& mine,
                        const std::optional<SampleSummary>& theirs) -> std::optional<std::string> {
       if (!mine || !theirs || theirs->median <= 0) return std::nullopt;
       double ratio = mine->median / theirs->median;
       if (ratio > 1 + allowed && mine->median - theirs->median > allowed_ms)
         return fmt::format(
-            "the {} baseline ran {:.2f}x slower beside the candidate ({:.4g} ms) than in a clean process ({:.4g} ms): "
-            "the candidate slowed the reference (its classes, the torch functions it calls, or the device)",
+            "the {} baseline ran {:.2f}x slower beside the candidate ({:.4g} ms) than in a clean "
+            "process ({:.4g} ms): "
+            "the candidate slowed the reference (its classes, the torch functions it calls, or the "
+            "device)",
             who, ratio, mine->median, theirs->median);
       return std::nullopt;
     };
@@ -483,7 +542,8 @@ Outcome JudgeTiming(const TimeReply& reply, const TaskBundle& bundle, const Veri
     // duration as the host sees it. Work on another stream, a non-blocking
     // stream or a host thread is in it but not between the events.
     double null_med = Median(null_host);
-    double allowed = std::max(policy.hidden_work_fraction * m.time_ms.median, policy.hidden_work_ms);
+    double allowed =
+        std::max(policy.hidden_work_fraction * m.time_ms.median, policy.hidden_work_ms);
     double excess = m.host_ms.median - null_med - m.time_ms.median;
     // The same excess of an honest call timed in the same loop (the
     // reference, on the current stream by construction) is the harness's own
@@ -501,42 +561,52 @@ Outcome JudgeTiming(const TimeReply& reply, const TaskBundle& bundle, const Veri
       break;
     }
     double hidden = excess - baseline;
-    std::string how = baseline_who.empty()
-                          ? fmt::format("host clock {:.4g} ms less {:.4g} ms for timing an empty call, CUDA events "
-                                        "{:.4g} ms",
-                                        m.host_ms.median, null_med, m.time_ms.median)
-                          : fmt::format("host clock {:.4g} ms less {:.4g} ms for timing an empty call, CUDA events "
-                                        "{:.4g} ms, less the {:.4g} ms the {} reference shows the same way",
-                                        m.host_ms.median, null_med, m.time_ms.median, baseline, baseline_who);
+    std::string how =
+        baseline_who.empty()
+            ? fmt::format(
+                  "host clock {:.4g} ms less {:.4g} ms for timing an empty call, CUDA events "
+                  "{:.4g} ms",
+                  m.host_ms.median, null_med, m.time_ms.median)
+            : fmt::format(
+                  "host clock {:.4g} ms less {:.4g} ms for timing an empty call, CUDA events "
+                  "{:.4g} ms, less the {:.4g} ms the {} reference shows the same way",
+                  m.host_ms.median, null_med, m.time_ms.median, baseline, baseline_who);
     if (hidden > allowed)
       return Incorrect{{fmt::format(
-          "{:.4g} ms of the call ran outside the timed stream ({}): work on another stream, a non-blocking stream "
-          "or a host thread is not timed",
+          "{:.4g} ms of the call ran outside the timed stream ({}): work on another stream, a "
+          "non-blocking stream "
+          "or a host thread is not timed, nor is host work in each call (a cudaMallocAsync whose "
+          "pool is trimmed "
+          "at every synchronization, a device query): keep scratch buffers across calls",
           hidden, how)}};
     // Within the tolerance the events rank: the host clock's excess is mostly
     // the jitter of kopt's own Python and ctypes call (measured on the H200:
     // ranking by max(events, host - null) moved one kernel's median by 6.8%
     // between two processes while its events moved 2.1%).
     if (hidden > 0.5 * allowed)
-      m.warnings.push_back(fmt::format(
-          "the host clock saw {:.4g} ms per call beyond the CUDA events ({}; {:.4g} ms is tolerated before the call "
-          "counts as hiding work outside the timed stream)",
-          hidden, how, allowed));
+      m.warnings.push_back(
+          fmt::format("the host clock saw {:.4g} ms per call beyond the CUDA events ({}; {:.4g} ms "
+                      "is tolerated before the call "
+                      "counts as hiding work outside the timed stream)",
+                      hidden, how, allowed));
   } else if (m.host_ms.n > 0 && has_events) {
     // Recorded replies without a null call: the old warning.
     double gap = m.host_ms.median - m.time_ms.median;
     if (gap > policy.host_gap_ms && gap > policy.host_gap_fraction * m.time_ms.median)
-      m.warnings.push_back(fmt::format(
-          "the host clock saw {:.4g} ms per call but the CUDA events {:.4g} ms: work may run outside the timed "
-          "stream, or host overhead dominates",
-          m.host_ms.median, m.time_ms.median));
+      m.warnings.push_back(
+          fmt::format("the host clock saw {:.4g} ms per call but the CUDA events {:.4g} ms: work "
+                      "may run outside the timed "
+                      "stream, or host overhead dominates",
+                      m.host_ms.median, m.time_ms.median));
   }
   // After the clocks are reconciled: the floor judges the ranking time.
-  if (bundle.hard_floor_ms > 0 && m.time_ms.median < bundle.hard_floor_ms * (1 - policy.floor_margin))
-    return Incorrect{{fmt::format(
-        "measured {:.4g} ms per call, below the {:.4g} ms it takes just to read the inputs and write the outputs at "
-        "the device's measured bandwidth: the time cannot be real",
-        m.time_ms.median, bundle.hard_floor_ms)}};
+  if (bundle.hard_floor_ms > 0 &&
+      m.time_ms.median < bundle.hard_floor_ms * (1 - policy.floor_margin))
+    return Incorrect{
+        {fmt::format("measured {:.4g} ms per call, below the {:.4g} ms it takes just to read the "
+                     "inputs and write the outputs at "
+                     "the device's measured bandwidth: the time cannot be real",
+                     m.time_ms.median, bundle.hard_floor_ms)}};
 
   if (m.time_ms.RelativeHalfWidth() > 0.05)
     m.warnings.push_back(fmt::format("timing is noisy: the 95% interval of the median is ±{:.1f}%",
