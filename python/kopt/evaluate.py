@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 import torch
 
@@ -140,6 +140,33 @@ def _second_shape(req, terms, seed, device, ledger, atol, rtol, want64, first_ca
     return check
 
 
+def _state_checks(ref_wrote, cand_state, snapshot, atol, rtol) -> list:
+    """State the reference's forward writes (BatchNorm's running statistics
+    in training mode) must be written alike by the candidate: one entry per
+    tensor the reference changed, {name, ok, max_abs_err} or {name, ok,
+    why}. A hybrid whose ModelNew state does not mirror Model's (cand_state
+    None) is not checked."""
+    out = []
+    if cand_state is None:
+        return [{"name": n, "ok": True, "unchecked": "ModelNew's state does not mirror Model's"} for n in ref_wrote]
+    for n, want in ref_wrote.items():
+        got = cand_state.get(n)
+        if got is None or tuple(got.shape) != tuple(want.shape) or got.dtype != want.dtype:
+            out.append({"name": n, "ok": False, "why": "the candidate has no such tensor of that shape and dtype"})
+            continue
+        with torch.no_grad():
+            if want.is_floating_point():
+                diff = (got.double() - want.double()).abs()
+                err = float(diff.max()) if diff.numel() else 0.0
+                ok = bool(torch.isfinite(got).eq(torch.isfinite(want)).all()) and bool(
+                    (diff <= atol + rtol * want.double().abs()).logical_or(got.double().eq(want.double())).all())
+            else:
+                ok = bool(torch.equal(got, want))
+                err = 0.0 if ok else float((got.double() - want.double()).abs().max())
+        out.append({"name": n, "ok": ok, "max_abs_err": err, "unchanged": bitwise_equal(got, snapshot[n])})
+    return out
+
+
 class _Run:
     """Checks one candidate against one reference, seed by seed."""
 
@@ -184,8 +211,10 @@ class _Run:
         cand_outs: Optional[List[torch.Tensor]] = None
         ref_outs: Optional[List[torch.Tensor]] = None
         cand_ms = None
+        ref_wrote: Dict[str, torch.Tensor] = {}  # state the reference's forward wrote: its values after
         for step in ((("candidate", "reference") if order == "candidate_first" else ("reference", "candidate"))):
             if step == "candidate":
+                cand.restore_state()  # from the state the reference starts from, every check
                 device.sync()
                 c0 = ORIG.perf_counter()
                 cand_outs = self._run_candidate(args, seed)
@@ -197,6 +226,9 @@ class _Run:
             else:
                 ref_outs = self._run_reference(pristine, seed)
                 device.sync()
+                with torch.no_grad():
+                    ref_wrote = {n: t.detach().clone() for n, t in ref.params + ref.buffers
+                                 if not bitwise_equal(t, ref.snapshot[n])}
             device.empty_cache()
 
         fwd_tensors = [(a, p) for a, p in zip(args, pristine) if isinstance(a, torch.Tensor)]
@@ -204,8 +236,9 @@ class _Run:
                          if isinstance(a, torch.Tensor) and not bitwise_equal(a, p)]
         if isinstance(cand, CudaCandidate):
             for name, role, t in cand.state:
-                if not bitwise_equal(t, ref.snapshot[name]):
+                if name not in ref_wrote and not bitwise_equal(t, ref.snapshot[name]):
                     mutated_names.append(name)
+        state = _state_checks(ref_wrote, cand.state_now(), ref.snapshot, self.atol, self.rtol)
         alias_targets = [a for a, _ in fwd_tensors]
         if not isinstance(cand, CudaCandidate):
             alias_targets += [t for t in cand.model.parameters()] + [t for t in cand.model.buffers()]
@@ -237,7 +270,7 @@ class _Run:
             for e, d in zip(outputs, diffs):
                 e["rerun_rel_diff"] = d
         check = {"seed": seed, "order": order, "distribution": distribution, "inputs_mutated": bool(mutated_names),
-                 "mutated_inputs": mutated_names, "outputs": outputs, "candidate_ms": cand_ms,
+                 "mutated_inputs": mutated_names, "state": state, "outputs": outputs, "candidate_ms": cand_ms,
                  "n_outputs": len(cand_outs), "n_ref_outputs": len(ref_outs),
                  # What this process's reference computed on what inputs, for
                  # comparison with a clean process (verdict.cc).

@@ -293,6 +293,7 @@ class HybridCandidate:
         except (Exception, SystemExit) as e:
             raise CandidateLoadError(f"constructing ModelNew failed: {type(e).__name__}: {e}", e) from e
         self.model = m
+        self.ref = ref
         self.weights_copied = False
         ref_sd = ref.state_dict_snapshot()
         new_sd = m.state_dict()
@@ -303,6 +304,25 @@ class HybridCandidate:
                 self.weights_copied = True
             except Exception as e:
                 raise CandidateLoadError(f"loading Model's state_dict into ModelNew failed: {e}", e) from e
+
+    def restore_state(self) -> None:
+        """Model's starting state back into ModelNew's tensors of the same
+        names (what the reference's forward starts from), when they mirror
+        Model's; state the forward writes then compares call by call."""
+        if not self.weights_copied:
+            return
+        with torch.no_grad():
+            sd = self.model.state_dict(keep_vars=True)
+            for n, t in self.ref.snapshot.items():
+                x = sd.get(n)
+                if x is not None and x.shape == t.shape and x.dtype == t.dtype:
+                    x.copy_(t)
+
+    def state_now(self):
+        """ModelNew's tensors by Model's names, or None when they do not mirror Model's."""
+        if not self.weights_copied:
+            return None
+        return {n: t.detach() for n, t in self.model.state_dict(keep_vars=True).items()}
 
     def run(self, args: List[Any], seed: Optional[int]) -> List[Any]:
         try:
@@ -351,6 +371,16 @@ class CudaCandidate:
 
     def set_output_specs(self, outs: List[torch.Tensor]) -> None:
         self.out_specs = [(tuple(o.shape), o.dtype) for o in outs]
+
+    def restore_state(self) -> None:
+        """The private parameters and buffers back to the reference's
+        starting values, in place (kopt_init may hold their pointers)."""
+        with torch.no_grad():
+            for n, _, t in self.state:
+                t.copy_(self.ref.snapshot[n])
+
+    def state_now(self):
+        return {n: t for n, _, t in self.state}
 
     def run(self, args: List[Any], seed: Optional[int]) -> List[torch.Tensor]:
         assert self.out_specs is not None

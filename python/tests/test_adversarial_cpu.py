@@ -119,3 +119,31 @@ def test_patching_kopt_itself_is_reported(worker):
     host = r["timing"]["samples"]["candidate"]["host_ms"]
     assert host and all(v > 1e-5 for v in host)  # the real timer ran
     assert evaluate(worker, "linear_relu_ok.py")["tampered"] == []
+
+
+def test_state_the_forward_writes_must_be_written_alike(worker):
+    # BatchNorm in training mode updates its running statistics: an honest
+    # hybrid updates them as the reference does, in every check (each starts
+    # from the same state); one that skips the update has the right output
+    # but is reported, tensor by tensor.
+    def run(cand):
+        r = worker.call("evaluate", task=data("batchnorm.py"), candidate=hybrid(cand), seeds=[11, 12],
+                        kernelbench_tol={"atol": 1e-4, "rtol": 1e-4}, fp64=True, timing=None)
+        assert r["ok"], r
+        return r
+
+    ok = run("batchnorm_ok.py")
+    for c in ok["checks"]:
+        names = {s["name"] for s in c["state"]}
+        assert names == {"bn.running_mean", "bn.running_var", "bn.num_batches_tracked"}, c["state"]
+        assert all(s["ok"] for s in c["state"]), c["state"]
+        assert not c["inputs_mutated"]
+    bad = run("batchnorm_no_running.py")
+    for c in bad["checks"]:
+        assert c["outputs"][0]["vs_ref64"]["rel_l2"] < 1e-5  # the output itself is right
+        by = {s["name"]: s for s in c["state"]}
+        assert not by["bn.running_mean"]["ok"] and by["bn.running_mean"]["unchanged"]
+        assert not by["bn.num_batches_tracked"]["ok"]
+    # A forward that writes no state has nothing to compare.
+    r = evaluate(worker, "linear_relu_ok.py")
+    assert all(c["state"] == [] for c in r["checks"])

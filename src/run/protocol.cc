@@ -17,7 +17,9 @@ std::optional<double> OptNum(const Json& j, const char* key) {
   return v->get<double>();
 }
 
-double Num(const Json& j, const char* key, double fallback = 0) { return OptNum(j, key).value_or(fallback); }
+double Num(const Json& j, const char* key, double fallback = 0) {
+  return OptNum(j, key).value_or(fallback);
+}
 
 std::optional<long long> OptInt(const Json& j, const char* key) {
   const Json* v = Field(j, key);
@@ -25,7 +27,9 @@ std::optional<long long> OptInt(const Json& j, const char* key) {
   return v->is_number_integer() ? v->get<long long>() : static_cast<long long>(v->get<double>());
 }
 
-long long Int(const Json& j, const char* key, long long fallback = 0) { return OptInt(j, key).value_or(fallback); }
+long long Int(const Json& j, const char* key, long long fallback = 0) {
+  return OptInt(j, key).value_or(fallback);
+}
 
 bool Bool(const Json& j, const char* key, bool fallback = false) {
   const Json* v = Field(j, key);
@@ -72,7 +76,9 @@ std::optional<std::vector<long long>> OptInts(const Json& j, const char* key) {
   if (!v || !v->is_array()) return std::nullopt;
   std::vector<long long> out;
   for (const auto& x : *v)
-    if (x.is_number()) out.push_back(x.is_number_integer() ? x.get<long long>() : static_cast<long long>(x.get<double>()));
+    if (x.is_number())
+      out.push_back(x.is_number_integer() ? x.get<long long>()
+                                          : static_cast<long long>(x.get<double>()));
   return out;
 }
 
@@ -86,7 +92,8 @@ std::vector<std::string> Strings(const Json& j, const char* key) {
 // Per-element optional numbers (null where the worker could not measure).
 std::vector<std::optional<double>> OptNumbers(const Json& j, const char* key) {
   std::vector<std::optional<double>> v;
-  for (const auto& x : Array(j, key)) v.push_back(x.is_number() ? std::optional<double>(x.get<double>()) : std::nullopt);
+  for (const auto& x : Array(j, key))
+    v.push_back(x.is_number() ? std::optional<double>(x.get<double>()) : std::nullopt);
   return v;
 }
 
@@ -125,7 +132,8 @@ std::optional<SecondShape> ParseSecondShape(const Json& j) {
   if (!v) return std::nullopt;
   SecondShape s;
   for (const auto& [k, x] : v->items())
-    if (x.is_number()) s[k] = x.is_number_integer() ? x.get<long long>() : static_cast<long long>(x.get<double>());
+    if (x.is_number())
+      s[k] = x.is_number_integer() ? x.get<long long>() : static_cast<long long>(x.get<double>());
   return s;
 }
 
@@ -153,12 +161,15 @@ std::vector<OutputStats> StatsList(const Json& list) {
   return v;
 }
 
-TensorSpec Tensor(const Json& j, const std::string& default_role) { return TensorSpecFromJson(j, default_role); }
+TensorSpec Tensor(const Json& j, const std::string& default_role) {
+  return TensorSpecFromJson(j, default_role);
+}
 
 std::map<std::string, double> Counts(const Json& j, const char* key) {
   std::map<std::string, double> m;
   if (const Json* v = Object(j, key))
-    for (const auto& [name, count] : v->items()) m[name] = count.is_number() ? count.get<double>() : 0;
+    for (const auto& [name, count] : v->items())
+      m[name] = count.is_number() ? count.get<double>() : 0;
   return m;
 }
 
@@ -198,7 +209,8 @@ Fingerprint ParseFingerprint(const Json& j) {
   f.sum = Num(j, "sum");
   f.abs_sum = Num(j, "abs_sum");
   f.sq_sum = Num(j, "sq_sum");
-  for (const auto& x : Array(j, "samples")) f.samples.push_back(x.is_number() ? x.get<double>() : 0);
+  for (const auto& x : Array(j, "samples"))
+    f.samples.push_back(x.is_number() ? x.get<double>() : 0);
   return f;
 }
 
@@ -268,9 +280,11 @@ CaptureReply ParseCaptureReply(const Json& j) {
     }
   }
   c.min_bytes = Num(j, "min_bytes");
-  for (const auto& k : Array(j, "kernels")) c.kernels.push_back({Str(k, "name"), Num(k, "calls"), Num(k, "device_ms")});
+  for (const auto& k : Array(j, "kernels"))
+    c.kernels.push_back({Str(k, "name"), Num(k, "calls"), Num(k, "device_ms")});
   if (const Json* e = Field(j, "ref_error")) c.ref_error = *e;
-  for (const auto& per_seed : Array(j, "outputs_stats")) c.outputs_stats.push_back(StatsList(per_seed));
+  for (const auto& per_seed : Array(j, "outputs_stats"))
+    c.outputs_stats.push_back(StatsList(per_seed));
   c.seed_rel_diff = OptNumbers(j, "seed_rel_diff");
   c.repeat_rel_diff = OptNumbers(j, "repeat_rel_diff");
   if (const Json* ds = Object(j, "distributions"))
@@ -301,6 +315,16 @@ EvaluateReply ParseEvaluateReply(const Json& j) {
     check.order = Str(c, "order");
     check.inputs_mutated = Bool(c, "inputs_mutated");
     check.mutated_inputs = Strings(c, "mutated_inputs");
+    for (const auto& e : Array(c, "state")) {
+      StateCheck sc;
+      sc.name = Str(e, "name");
+      sc.ok = Bool(e, "ok");
+      sc.max_abs_err = OptNum(e, "max_abs_err");
+      sc.unchanged = Bool(e, "unchanged");
+      sc.why = Str(e, "why");
+      sc.unchecked = Str(e, "unchecked");
+      check.state.push_back(std::move(sc));
+    }
     check.outputs = Outputs(c);
     check.candidate_ms = OptNum(c, "candidate_ms");
     check.second_shape = ParseSecondShape(c);
@@ -346,8 +370,8 @@ TimeReply ParseTimeReply(const Json& j) {
     TimedChecks t;
     t.p = Num(*tc, "p");
     if (const Json* s = Object(*tc, "suspicious"))
-      t.suspicious = SuspiciousTime{Num(*s, "median_ms"), Num(*s, "floor_ms"), Num(*s, "fraction"), Num(*s, "p"),
-                                    Int(*s, "after_calls")};
+      t.suspicious = SuspiciousTime{Num(*s, "median_ms"), Num(*s, "floor_ms"), Num(*s, "fraction"),
+                                    Num(*s, "p"), Int(*s, "after_calls")};
     if (const Json* cs = Object(*tc, "contenders"))
       for (const auto& [who, c] : cs->items()) {
         TimedContender tcn;
@@ -361,13 +385,15 @@ TimeReply ParseTimeReply(const Json& j) {
   }
   r.tampered = Tampered(j);
   if (const Json* p = Object(j, "ref_probe"))
-    r.ref_probe = ReferenceProbe{OptInt(*p, "seed"), ParseFingerprints(*p, "input_fp"), ParseFingerprints(*p, "ref_fp")};
+    r.ref_probe = ReferenceProbe{OptInt(*p, "seed"), ParseFingerprints(*p, "input_fp"),
+                                 ParseFingerprints(*p, "ref_fp")};
   if (const Json* e = Object(j, "energy")) {
     r.energy.emplace();
     for (const auto& [who, x] : e->items())
-      (*r.energy)[who] = x.is_object() ? std::optional<EnergyReading>(EnergyReading{
-                                             OptNum(x, "mj_per_call"), Int(x, "calls"), Num(x, "window_s")})
-                                       : std::nullopt;
+      (*r.energy)[who] = x.is_object()
+                             ? std::optional<EnergyReading>(EnergyReading{
+                                   OptNum(x, "mj_per_call"), Int(x, "calls"), Num(x, "window_s")})
+                             : std::nullopt;
   }
   if (const Json* m = Object(j, "meta"))
     r.meta = TimingMeta{Str(*m, "stop"), Int(*m, "rounds"), Num(*m, "elapsed_s"), Str(*m, "clock")};
@@ -388,7 +414,8 @@ ReferenceReply ParseReferenceReply(const Json& j) {
     if (const Json* e = Field(c, "ref_error"); e && e->is_array()) {
       check.ref_error.emplace();
       for (const auto& x : *e)
-        check.ref_error->push_back(x.is_object() ? std::optional<ErrorStats>(ParseErrorStats(x)) : std::nullopt);
+        check.ref_error->push_back(x.is_object() ? std::optional<ErrorStats>(ParseErrorStats(x))
+                                                 : std::nullopt);
     }
     check.finite = Bool(c, "finite");
     r.checks.push_back(std::move(check));
@@ -415,13 +442,17 @@ Json ToJson(const ErrorStats& s) {
 Json ToJson(const Fingerprint& f) {
   if (!f.present) return nullptr;
   if (f.type) return Json{{"type", *f.type}};
-  return Json{{"shape", f.shape}, {"dtype", f.dtype}, {"numel", f.numel}, {"nan", f.nan},         {"inf", f.inf},
-              {"sum", f.sum},     {"abs_sum", f.abs_sum}, {"sq_sum", f.sq_sum}, {"samples", f.samples}};
+  return Json{{"shape", f.shape},     {"dtype", f.dtype},   {"numel", f.numel},
+              {"nan", f.nan},         {"inf", f.inf},       {"sum", f.sum},
+              {"abs_sum", f.abs_sum}, {"sq_sum", f.sq_sum}, {"samples", f.samples}};
 }
 
 Json ToJson(const SandboxReport& s) {
-  Json j{{"scratch", s.scratch}, {"writable", s.writable}, {"devices", s.devices},
-         {"order", s.order},     {"details", s.details}};
+  Json j{{"scratch", s.scratch},
+         {"writable", s.writable},
+         {"devices", s.devices},
+         {"order", s.order},
+         {"details", s.details}};
   if (s.network) j["network"] = *s.network;
   if (s.filesystem) j["filesystem"] = *s.filesystem;
   if (s.seccomp) j["seccomp"] = *s.seccomp;
@@ -457,7 +488,8 @@ Json ToJson(const CeilingsReply& r) {
     for (const auto& p : list) {
       Json j{{"probe", p.probe}};
       if (!p.dtype.empty()) j["dtype"] = p.dtype;
-      const std::optional<double>& value = std::string(rate) == "bytes_per_s" ? p.bytes_per_s : p.flops_per_s;
+      const std::optional<double>& value =
+          std::string(rate) == "bytes_per_s" ? p.bytes_per_s : p.flops_per_s;
       j[rate] = value ? Json(*value) : Json();
       if (p.tensor_bytes) j["tensor_bytes"] = *p.tensor_bytes;
       if (p.n) j["n"] = *p.n;
@@ -466,7 +498,8 @@ Json ToJson(const CeilingsReply& r) {
     }
     return a;
   };
-  return Json{{"bandwidth", probes(r.bandwidth, "bytes_per_s")}, {"matmul", probes(r.matmul, "flops_per_s")}};
+  return Json{{"bandwidth", probes(r.bandwidth, "bytes_per_s")},
+              {"matmul", probes(r.matmul, "flops_per_s")}};
 }
 
 }  // namespace kopt

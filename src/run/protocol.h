@@ -118,7 +118,7 @@ struct CaptureDistribution {
 };
 
 struct CaptureReply {
-  std::vector<TensorSpec> inputs;   ///< ABI order
+  std::vector<TensorSpec> inputs;  ///< ABI order
   std::vector<TensorSpec> outputs;
   int n_forward_inputs = 0;
   bool training = false;
@@ -128,7 +128,8 @@ struct CaptureReply {
   double conv_flops = 0;        ///< graph nodes that are convolutions or fused RNNs
   double min_bytes = 0;
   std::vector<ReferenceKernel> kernels;
-  Json ref_error;  ///< per output {max_abs, rel_l2, ref64_max_abs} or null (kept whole in the bundle)
+  Json ref_error;  ///< per output {max_abs, rel_l2, ref64_max_abs} or null (kept whole in the
+                   ///< bundle)
   std::vector<std::vector<OutputStats>> outputs_stats;  ///< per seed, per output
   std::vector<std::optional<double>> seed_rel_diff;     ///< per output
   std::vector<std::optional<double>> repeat_rel_diff;   ///< per output
@@ -140,12 +141,25 @@ struct CaptureReply {
 // ---------------------------------------------------------------------------
 // evaluate
 
+/// A tensor of state (a parameter or buffer) the reference's forward wrote,
+/// BatchNorm's running statistics in training mode: the candidate's copy
+/// after its call against the reference's.
+struct StateCheck {
+  std::string name;
+  bool ok = true;
+  std::optional<double> max_abs_err;
+  bool unchanged = false;  ///< the candidate left it at its starting value
+  std::string why;         ///< set when it could not be compared (no such tensor)
+  std::string unchecked;   ///< set when a hybrid's state does not mirror Model's
+};
+
 struct EvaluateCheck {
   std::optional<long long> seed;
   std::string distribution = "task";
   std::string order;  ///< "candidate_first" or "reference_first"
   bool inputs_mutated = false;
   std::vector<std::string> mutated_inputs;
+  std::vector<StateCheck> state;  ///< empty: the reference's forward wrote no state
   std::vector<OutputCheck> outputs;
   std::optional<double> candidate_ms;
   std::optional<SecondShape> second_shape;
@@ -258,8 +272,8 @@ struct ReferenceReply {
 // ceilings
 
 struct CeilingProbe {
-  std::string probe;  ///< copy_, fill_, vec_copy, sgemm_fp32, tf32, bf16, ...
-  std::string dtype;  ///< matmul probes
+  std::string probe;                  ///< copy_, fill_, vec_copy, sgemm_fp32, tf32, bf16, ...
+  std::string dtype;                  ///< matmul probes
   std::optional<double> bytes_per_s;  ///< bandwidth probes; nullopt: failed
   std::optional<double> flops_per_s;  ///< matmul probes; nullopt: failed
   std::optional<double> tensor_bytes;

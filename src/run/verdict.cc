@@ -339,6 +339,23 @@ std::vector<std::string> JudgeChecks(const EvaluateReply& reply, const TaskBundl
         shape += fmt::format("{}{}={}", shape.empty() ? "" : " ", k, v);
     if (check.inputs_mutated)
       seed_reasons.push_back("the candidate modified its inputs (or parameters) during the call");
+    for (const StateCheck& st : check.state) {
+      if (st.ok) continue;
+      if (!st.why.empty())
+        seed_reasons.push_back(fmt::format(
+            "the reference's forward updates {} but the candidate cannot be compared: {}", st.name,
+            st.why));
+      else if (st.unchanged)
+        seed_reasons.push_back(fmt::format(
+            "the reference's forward updates {} (state such as BatchNorm's running statistics) "
+            "but the candidate left it unchanged",
+            st.name));
+      else
+        seed_reasons.push_back(fmt::format(
+            "the reference's forward updates {} but the candidate's update differs (max abs error "
+            "{:.3g})",
+            st.name, st.max_abs_err.value_or(0)));
+    }
     std::vector<OutputCheck> outs = check.outputs;
     // The clean process's reference error sets the allowance (the
     // candidate's process could have made its own reference less accurate).

@@ -18,28 +18,61 @@ TaskBundle OneOutput(const std::string& dtype = "float32") {
 // An output entry as the worker reports it; `cand_rel` is the candidate's
 // relative error against float64, `ref_rel` the fp32 reference's own.
 Json Out(double cand_rel, double ref_rel, double worst_ratio = 0.5) {
-  return Json{{"shape", {1024}},
-              {"dtype", "float32"},
-              {"shape_ok", true},
-              {"dtype_ok", true},
-              {"nan", 0},
-              {"inf", 0},
-              {"poison_left", 0},
-              {"aliases_input", false},
-              {"vs_ref32", {{"max_abs", cand_rel * 3}, {"rel_l2", cand_rel}, {"worst_ratio", worst_ratio}}},
-              {"vs_ref64", {{"max_abs", cand_rel * 3}, {"rel_l2", cand_rel}}},
-              {"ref32_vs_ref64", {{"max_abs", ref_rel * 3}, {"rel_l2", ref_rel}}},
-              {"ref_max_abs", 3.0}};
+  return Json{
+      {"shape", {1024}},
+      {"dtype", "float32"},
+      {"shape_ok", true},
+      {"dtype_ok", true},
+      {"nan", 0},
+      {"inf", 0},
+      {"poison_left", 0},
+      {"aliases_input", false},
+      {"vs_ref32", {{"max_abs", cand_rel * 3}, {"rel_l2", cand_rel}, {"worst_ratio", worst_ratio}}},
+      {"vs_ref64", {{"max_abs", cand_rel * 3}, {"rel_l2", cand_rel}}},
+      {"ref32_vs_ref64", {{"max_abs", ref_rel * 3}, {"rel_l2", ref_rel}}},
+      {"ref_max_abs", 3.0}};
 }
 
 Json Reply(const Json& out, bool mutated = false) {
   return Json{{"checks",
-               {{{"seed", 11}, {"order", "candidate_first"}, {"inputs_mutated", mutated}, {"outputs", {out}}},
-                {{"seed", 12}, {"order", "reference_first"}, {"inputs_mutated", mutated}, {"outputs", {out}}}}}};
+               {{{"seed", 11},
+                 {"order", "candidate_first"},
+                 {"inputs_mutated", mutated},
+                 {"outputs", {out}}},
+                {{"seed", 12},
+                 {"order", "reference_first"},
+                 {"inputs_mutated", mutated},
+                 {"outputs", {out}}}}}};
 }
 
 TEST(Verdict, AccurateCandidatePasses) {
   EXPECT_TRUE(JudgeChecks(Reply(Out(2e-8, 3e-8)), OneOutput(), {}).empty());
+}
+
+TEST(Verdict, StateTheForwardWritesMustBeWrittenAlike) {
+  Json ok = Reply(Out(2e-8, 3e-8));
+  for (auto& c : ok["checks"])
+    c["state"] = Json::array({{{"name", "bn.running_mean"}, {"ok", true}, {"max_abs_err", 0.0}}});
+  EXPECT_TRUE(JudgeChecks(ok, OneOutput(), {}).empty());
+
+  Json skipped = ok;
+  skipped["checks"][0]["state"][0] = {
+      {"name", "bn.running_mean"}, {"ok", false}, {"max_abs_err", 0.03}, {"unchanged", true}};
+  auto r = JudgeChecks(skipped, OneOutput(), {});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_NE(r[0].find("updates bn.running_mean"), std::string::npos) << r[0];
+  EXPECT_NE(r[0].find("left it unchanged"), std::string::npos) << r[0];
+
+  Json off = ok;
+  off["checks"][1]["state"][0] = {{"name", "bn.running_var"}, {"ok", false}, {"max_abs_err", 0.5}};
+  r = JudgeChecks(off, OneOutput(), {});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_NE(r[0].find("update differs (max abs error 0.5)"), std::string::npos) << r[0];
+
+  Json unchecked = ok;
+  unchecked["checks"][0]["state"][0] = {
+      {"name", "bn.running_mean"}, {"ok", true}, {"unchecked", "ModelNew's state does not mirror"}};
+  EXPECT_TRUE(JudgeChecks(unchecked, OneOutput(), {}).empty());
 }
 
 TEST(Verdict, MoreAccurateThanTf32ReferencePasses) {
@@ -65,7 +98,8 @@ TEST(Verdict, StructuralFailures) {
   Json bad_shape = Out(0, 0);
   bad_shape["shape_ok"] = false;
   bad_shape["shape"] = {512};
-  EXPECT_NE(JudgeChecks(Reply(bad_shape), OneOutput(), {})[0].find("shape [512]"), std::string::npos);
+  EXPECT_NE(JudgeChecks(Reply(bad_shape), OneOutput(), {})[0].find("shape [512]"),
+            std::string::npos);
 
   Json unwritten = Out(0, 0);
   unwritten["poison_left"] = 7;
@@ -78,7 +112,8 @@ TEST(Verdict, StructuralFailures) {
   nan["nan"] = 1;
   EXPECT_NE(JudgeChecks(Reply(nan), OneOutput(), {})[0].find("NaN"), std::string::npos);
 
-  EXPECT_NE(JudgeChecks(Reply(Out(0, 0), true), OneOutput(), {})[0].find("modified its inputs"), std::string::npos);
+  EXPECT_NE(JudgeChecks(Reply(Out(0, 0), true), OneOutput(), {})[0].find("modified its inputs"),
+            std::string::npos);
 
   Json alias = Out(0, 0);
   alias["aliases_input"] = true;
@@ -108,8 +143,11 @@ TEST(Verdict, HalfPrecisionAllowance) {
 }
 
 Json TimeReply(std::vector<double> cand, std::vector<double> host, std::vector<double> eager) {
-  return Json{{"samples", {{"candidate", {{"event_ms", cand}, {"host_ms", host}}}, {"eager", {{"event_ms", eager}, {"host_ms", eager}}}}},
-              {"energy", {{"candidate", {{"mj_per_call", 1.5}, {"calls", 100}, {"window_s", 0.5}}}}}};
+  return Json{
+      {"samples",
+       {{"candidate", {{"event_ms", cand}, {"host_ms", host}}},
+        {"eager", {{"event_ms", eager}, {"host_ms", eager}}}}},
+      {"energy", {{"candidate", {{"mj_per_call", 1.5}, {"calls", 100}, {"window_s", 0.5}}}}}};
 }
 
 TEST(Verdict, TimingGivesMediansSpeedupAndEnergy) {
@@ -138,14 +176,17 @@ TEST(Verdict, BelowTheFloorIsImpossible) {
   // is allowed: only the hard floor (inputs read, outputs written) is a limit.
   b.hard_floor_ms = 0.1;
   b.floor_ms = 5.0;
-  EXPECT_TRUE(std::holds_alternative<Measured>(JudgeTiming(TimeReply({0.5, 0.5, 0.5}, {0.52, 0.52, 0.52}, {2, 2, 2}), b, {})));
+  EXPECT_TRUE(std::holds_alternative<Measured>(
+      JudgeTiming(TimeReply({0.5, 0.5, 0.5}, {0.52, 0.52, 0.52}, {2, 2, 2}), b, {})));
   b.hard_floor_ms = 1.0;
   // Within the margin of the floor: accepted (a kernel at the roof is never rejected).
-  EXPECT_TRUE(std::holds_alternative<Measured>(JudgeTiming(TimeReply({0.95, 0.95, 0.95}, {0.97, 0.97, 0.97}, {2, 2, 2}), b, {})));
+  EXPECT_TRUE(std::holds_alternative<Measured>(
+      JudgeTiming(TimeReply({0.95, 0.95, 0.95}, {0.97, 0.97, 0.97}, {2, 2, 2}), b, {})));
 }
 
 TEST(Verdict, HostClockFarAboveEventsWarns) {
-  Outcome o = JudgeTiming(TimeReply({0.05, 0.05, 0.05}, {2.0, 2.0, 2.0}, {1, 1, 1}), OneOutput(), {});
+  Outcome o =
+      JudgeTiming(TimeReply({0.05, 0.05, 0.05}, {2.0, 2.0, 2.0}, {1, 1, 1}), OneOutput(), {});
   ASSERT_TRUE(std::holds_alternative<Measured>(o));
   ASSERT_FALSE(std::get<Measured>(o).warnings.empty());
   EXPECT_NE(std::get<Measured>(o).warnings[0].find("outside the timed stream"), std::string::npos);
@@ -158,14 +199,16 @@ TEST(Verdict, TamperingIsIncorrect) {
   r["tampered"] = {"torch.cuda.synchronize", "time.perf_counter"};
   auto reasons = JudgeChecks(r, OneOutput(), {});
   ASSERT_FALSE(reasons.empty());
-  EXPECT_EQ(reasons[0],
-            "the candidate replaced torch.cuda.synchronize, time.perf_counter; timing cannot be trusted");
+  EXPECT_EQ(
+      reasons[0],
+      "the candidate replaced torch.cuda.synchronize, time.perf_counter; timing cannot be trusted");
 
   Json t = TimeReply({1, 1, 1}, {1.02, 1.02, 1.02}, {2, 2, 2});
   t["tampered"] = {"torch.cuda.Event.elapsed_time"};
   Outcome o = JudgeTiming(t, OneOutput(), {});
   ASSERT_TRUE(std::holds_alternative<Incorrect>(o));
-  EXPECT_NE(std::get<Incorrect>(o).reasons[0].find("replaced torch.cuda.Event.elapsed_time"), std::string::npos);
+  EXPECT_NE(std::get<Incorrect>(o).reasons[0].find("replaced torch.cuda.Event.elapsed_time"),
+            std::string::npos);
 }
 
 TEST(Verdict, NonExactTensorOutputIsIncorrect) {
@@ -210,10 +253,12 @@ Json WithNull(Json reply, double null_ms, size_t n = 3) {
 TEST(Verdict, WorkOutsideTheTimedStreamIsIncorrect) {
   // Events 0.05 ms, host 2.0 ms, an empty call costs 0.03 ms on the host:
   // 1.92 ms of the call ran where the events did not see it.
-  Outcome o = JudgeTiming(WithNull(TimeReply({0.05, 0.05, 0.05}, {2.0, 2.0, 2.0}, {1, 1, 1}), 0.03), OneOutput(), {});
+  Outcome o = JudgeTiming(WithNull(TimeReply({0.05, 0.05, 0.05}, {2.0, 2.0, 2.0}, {1, 1, 1}), 0.03),
+                          OneOutput(), {});
   ASSERT_TRUE(std::holds_alternative<Incorrect>(o));
-  EXPECT_NE(std::get<Incorrect>(o).reasons[0].find("1.92 ms of the call ran outside the timed stream"),
-            std::string::npos);
+  EXPECT_NE(
+      std::get<Incorrect>(o).reasons[0].find("1.92 ms of the call ran outside the timed stream"),
+      std::string::npos);
   // Events below the hard floor (the kernel ran on a non-blocking stream):
   // the specific reason wins over "cannot be real".
   auto b = OneOutput();
@@ -225,21 +270,25 @@ TEST(Verdict, WorkOutsideTheTimedStreamIsIncorrect) {
 
 TEST(Verdict, HostOverheadExplainedByTheNullCallIsFine) {
   // Host 1.05 = events 1.0 + the null call's 0.05: nothing hidden.
-  Outcome o = JudgeTiming(WithNull(TimeReply({1, 1, 1}, {1.05, 1.05, 1.05}, {2, 2, 2}), 0.05), OneOutput(), {});
+  Outcome o = JudgeTiming(WithNull(TimeReply({1, 1, 1}, {1.05, 1.05, 1.05}, {2, 2, 2}), 0.05),
+                          OneOutput(), {});
   ASSERT_TRUE(std::holds_alternative<Measured>(o));
   EXPECT_DOUBLE_EQ(std::get<Measured>(o).time_ms.median, 1.0);
   EXPECT_TRUE(std::get<Measured>(o).warnings.empty());
   // A small excess (within max(10%, 20 us)) is tolerated: the events still
   // rank, and past half the tolerance the record carries a warning.
-  o = JudgeTiming(WithNull(TimeReply({1, 1, 1}, {1.13, 1.13, 1.13}, {2, 2, 2}), 0.05), OneOutput(), {});
+  o = JudgeTiming(WithNull(TimeReply({1, 1, 1}, {1.13, 1.13, 1.13}, {2, 2, 2}), 0.05), OneOutput(),
+                  {});
   ASSERT_TRUE(std::holds_alternative<Measured>(o));
   EXPECT_DOUBLE_EQ(std::get<Measured>(o).time_ms.median, 1.0);
   ASSERT_EQ(std::get<Measured>(o).warnings.size(), 1u);
   EXPECT_NE(std::get<Measured>(o).warnings[0].find("beyond the CUDA events"), std::string::npos);
   // Short kernels: the 20 us absolute slack applies (10% of 0.01 ms is 1 us).
-  o = JudgeTiming(WithNull(TimeReply({0.01, 0.01, 0.01}, {0.055, 0.055, 0.055}, {2, 2, 2}), 0.03), OneOutput(), {});
+  o = JudgeTiming(WithNull(TimeReply({0.01, 0.01, 0.01}, {0.055, 0.055, 0.055}, {2, 2, 2}), 0.03),
+                  OneOutput(), {});
   ASSERT_TRUE(std::holds_alternative<Measured>(o));
-  o = JudgeTiming(WithNull(TimeReply({0.01, 0.01, 0.01}, {0.075, 0.075, 0.075}, {2, 2, 2}), 0.03), OneOutput(), {});
+  o = JudgeTiming(WithNull(TimeReply({0.01, 0.01, 0.01}, {0.075, 0.075, 0.075}, {2, 2, 2}), 0.03),
+                  OneOutput(), {});
   EXPECT_TRUE(std::holds_alternative<Incorrect>(o));
 }
 
@@ -262,7 +311,8 @@ TEST(Verdict, TheReferencesOwnHostExcessIsTheBaseline) {
   hidden["samples"]["candidate"]["host_ms"] = std::vector<double>(3, 0.42);
   o = JudgeTiming(hidden, OneOutput(), {});
   ASSERT_TRUE(std::holds_alternative<Incorrect>(o));
-  EXPECT_NE(std::get<Incorrect>(o).reasons[0].find("less the 0.025 ms the eager reference shows"), std::string::npos)
+  EXPECT_NE(std::get<Incorrect>(o).reasons[0].find("less the 0.025 ms the eager reference shows"),
+            std::string::npos)
       << std::get<Incorrect>(o).reasons[0];
 }
 
@@ -282,11 +332,13 @@ TEST(Verdict, MissingIntegrityFieldsMeanNotMeasured) {
   // Replies recorded before these fields existed: no tampering, no rerun, no
   // null call: judged as before (the host gap is a warning, not a failure).
   EXPECT_TRUE(JudgeChecks(Reply(Out(2e-8, 3e-8)), OneOutput(), {}).empty());
-  Outcome o = JudgeTiming(TimeReply({0.05, 0.05, 0.05}, {2.0, 2.0, 2.0}, {1, 1, 1}), OneOutput(), {});
+  Outcome o =
+      JudgeTiming(TimeReply({0.05, 0.05, 0.05}, {2.0, 2.0, 2.0}, {1, 1, 1}), OneOutput(), {});
   EXPECT_TRUE(std::holds_alternative<Measured>(o));
   // A cpu worker (host clock only) with a null call: judged by the host clock.
-  Json cpu{{"samples", {{"candidate", {{"event_ms", Json::array()}, {"host_ms", {1.0, 1.0, 1.0}}}}}},
-           {"null_host_ms", {0.001, 0.001, 0.001}}};
+  Json cpu{
+      {"samples", {{"candidate", {{"event_ms", Json::array()}, {"host_ms", {1.0, 1.0, 1.0}}}}}},
+      {"null_host_ms", {0.001, 0.001, 0.001}}};
   o = JudgeTiming(cpu, OneOutput(), {});
   ASSERT_TRUE(std::holds_alternative<Measured>(o));
   EXPECT_DOUBLE_EQ(std::get<Measured>(o).time_ms.median, 1.0);
@@ -318,24 +370,28 @@ TEST(VerdictContract, Tf32ContractWidensByTheEmulatedReferencesError) {
 
 TEST(VerdictContract, TorchOpsAreJudgedOnlyWhereTheContractForbidsThem) {
   Json reply = Reply(Out(2e-8, 3e-8));
-  reply["torch_ops"] = Json{{"candidate", {{"aten::relu", 2}, {"aten::empty_like", 2}, {"aten::sigmoid", 4},
-                                           {"my_ext::relu", 2}}},
-                            {"reference", {{"aten::relu", 1}}},
-                            {"candidate_forwards", 2}};
+  reply["torch_ops"] = Json{
+      {"candidate",
+       {{"aten::relu", 2}, {"aten::empty_like", 2}, {"aten::sigmoid", 4}, {"my_ext::relu", 2}}},
+      {"reference", {{"aten::relu", 1}}},
+      {"candidate_forwards", 2}};
   EXPECT_TRUE(JudgeChecks(reply, OneOutput(), {}).empty());  // the default contract allows them
   Contract forbid;
   forbid.torch_ops = false;
   auto r = JudgeChecks(reply, OneOutput(), {}, forbid);
   ASSERT_EQ(r.size(), 1u);
   EXPECT_NE(r[0].find("the contract forbids torch operators"), std::string::npos) << r[0];
-  EXPECT_NE(r[0].find("aten::relu (1 call(s) per forward), which the reference itself uses"), std::string::npos)
+  EXPECT_NE(r[0].find("aten::relu (1 call(s) per forward), which the reference itself uses"),
+            std::string::npos)
       << r[0];
   EXPECT_NE(r[0].find("aten::sigmoid (2 call(s) per forward)"), std::string::npos) << r[0];
   EXPECT_EQ(r[0].find("empty_like"), std::string::npos) << r[0];
-  EXPECT_EQ(r[0].find("my_ext"), std::string::npos) << r[0];  // the candidate's own registered kernel
+  EXPECT_EQ(r[0].find("my_ext"), std::string::npos)
+      << r[0];  // the candidate's own registered kernel
   Json glue = Reply(Out(2e-8, 3e-8));
-  glue["torch_ops"] = Json{{"candidate", {{"aten::empty_like", 3}, {"aten::view", 3}, {"aten::copy_", 3}}},
-                           {"reference", {{"aten::relu", 1}}}};
+  glue["torch_ops"] =
+      Json{{"candidate", {{"aten::empty_like", 3}, {"aten::view", 3}, {"aten::copy_", 3}}},
+           {"reference", {{"aten::relu", 1}}}};
   EXPECT_TRUE(JudgeChecks(glue, OneOutput(), {}, forbid).empty());
 }
 
@@ -351,9 +407,11 @@ TEST(VerdictContract, SecondShapeFailureSaysSo) {
                                  {"outputs", {unwritten}}});
   auto r = JudgeChecks(reply, OneOutput(), {});
   ASSERT_EQ(r.size(), 1u);
-  EXPECT_NE(r[0].find("on the contract's second shape (batch_size=8193): the output has 16384 element(s) the "
-                      "candidate never wrote"),
-            std::string::npos)
+  EXPECT_NE(
+      r[0].find(
+          "on the contract's second shape (batch_size=8193): the output has 16384 element(s) the "
+          "candidate never wrote"),
+      std::string::npos)
       << r[0];
   EXPECT_NE(r[0].find("likely hard-codes the shape"), std::string::npos) << r[0];
 
@@ -363,37 +421,49 @@ TEST(VerdictContract, SecondShapeFailureSaysSo) {
   wrong["shape"] = {8, 33};
   wrong["ref_shape"] = {17, 33};
   Json r2 = Reply(Out(2e-8, 3e-8));
-  r2["checks"].push_back(Json{{"seed", 11}, {"order", "candidate_first"}, {"second_shape", {{"batch_size", 17}}},
+  r2["checks"].push_back(Json{{"seed", 11},
+                              {"order", "candidate_first"},
+                              {"second_shape", {{"batch_size", 17}}},
                               {"outputs", {wrong}}});
   auto reasons = JudgeChecks(r2, OneOutput(), {});
   ASSERT_EQ(reasons.size(), 1u);
-  EXPECT_NE(reasons[0].find("has shape [8, 33] but the reference has [17, 33]"), std::string::npos) << reasons[0];
+  EXPECT_NE(reasons[0].find("has shape [8, 33] but the reference has [17, 33]"), std::string::npos)
+      << reasons[0];
 }
-
 
 // --- trust under search pressure -------------------------------------------
 
 namespace trust {
 
 Json Fp(double sum, double abs_sum, double sq_sum, std::vector<double> samples = {1.0, -2.0, 0.5}) {
-  return Json{{"shape", {1024}}, {"dtype", "float32"}, {"numel", 1024}, {"nan", 0}, {"inf", 0},
-              {"sum", sum},      {"abs_sum", abs_sum}, {"sq_sum", sq_sum}, {"samples", samples}};
+  return Json{{"shape", {1024}},    {"dtype", "float32"}, {"numel", 1024},
+              {"nan", 0},           {"inf", 0},           {"sum", sum},
+              {"abs_sum", abs_sum}, {"sq_sum", sq_sum},   {"samples", samples}};
 }
 
 Json Check(int seed, const std::string& dist, const Json& out, const Json& ref_fp) {
-  return Json{{"seed", seed},         {"order", "candidate_first"}, {"distribution", dist},
-              {"inputs_mutated", false}, {"outputs", {out}},        {"input_fp", {Fp(3, 500, 400)}},
+  return Json{{"seed", seed},         {"order", "candidate_first"},
+              {"distribution", dist}, {"inputs_mutated", false},
+              {"outputs", {out}},     {"input_fp", {Fp(3, 500, 400)}},
               {"ref_fp", {ref_fp}},   {"ref64_fp", {ref_fp}}};
 }
 
 CleanFacts Clean(const Json& ref_fp, double ref_rel = 3e-8) {
   CleanFacts c;
-  c.reference = ParseReferenceReply(Json{{"checks",
-                      {{{"seed", 11}, {"distribution", "task"}, {"input_fp", {Fp(3, 500, 400)}}, {"ref_fp", {ref_fp}},
-                        {"ref64_fp", {ref_fp}}, {"ref_error", {{{"rel_l2", ref_rel}, {"max_abs", 3 * ref_rel}}}}},
-                       {{"seed", 11}, {"distribution", "signed"}, {"input_fp", {Fp(3, 500, 400)}},
-                        {"ref_fp", {ref_fp}}, {"ref64_fp", {ref_fp}},
-                        {"ref_error", {{{"rel_l2", ref_rel}, {"max_abs", 3 * ref_rel}}}}}}}});
+  c.reference = ParseReferenceReply(
+      Json{{"checks",
+            {{{"seed", 11},
+              {"distribution", "task"},
+              {"input_fp", {Fp(3, 500, 400)}},
+              {"ref_fp", {ref_fp}},
+              {"ref64_fp", {ref_fp}},
+              {"ref_error", {{{"rel_l2", ref_rel}, {"max_abs", 3 * ref_rel}}}}},
+             {{"seed", 11},
+              {"distribution", "signed"},
+              {"input_fp", {Fp(3, 500, 400)}},
+              {"ref_fp", {ref_fp}},
+              {"ref64_fp", {ref_fp}},
+              {"ref_error", {{{"rel_l2", ref_rel}, {"max_abs", 3 * ref_rel}}}}}}}});
   return c;
 }
 
@@ -402,9 +472,12 @@ CleanFacts Clean(const Json& ref_fp, double ref_rel = 3e-8) {
 TEST(VerdictTrust, FingerprintsCompareWithinTheTolerance) {
   using trust::Fp;
   EXPECT_EQ(FingerprintDifference(Fp(3, 500, 400), Fp(3, 500, 400), 0), "");
-  EXPECT_EQ(FingerprintDifference(Fp(3, 500, 400), Fp(3 + 1e-4, 500, 400), 1e-6), "");  // 1e-4 <= 1e-6 * 500
-  EXPECT_NE(FingerprintDifference(Fp(3, 500, 400), Fp(4, 500, 400), 1e-6).find("sum"), std::string::npos);
-  EXPECT_NE(FingerprintDifference(Fp(3, 500, 400, {1, 2, 3}), Fp(3, 500, 400, {1, 2, 4}), 1e-6).find("sampled"),
+  EXPECT_EQ(FingerprintDifference(Fp(3, 500, 400), Fp(3 + 1e-4, 500, 400), 1e-6),
+            "");  // 1e-4 <= 1e-6 * 500
+  EXPECT_NE(FingerprintDifference(Fp(3, 500, 400), Fp(4, 500, 400), 1e-6).find("sum"),
+            std::string::npos);
+  EXPECT_NE(FingerprintDifference(Fp(3, 500, 400, {1, 2, 3}), Fp(3, 500, 400, {1, 2, 4}), 1e-6)
+                .find("sampled"),
             std::string::npos);
   Json other = Fp(3, 500, 400);
   other["shape"] = {512, 2};
@@ -425,7 +498,8 @@ TEST(VerdictTrust, AReferenceChangedInTheCandidatesProcessIsIncorrect) {
   Json cheat{{"checks", {trust::Check(11, "task", Out(0, 0), zeros)}}};
   auto reasons = JudgeChecks(cheat, OneOutput(), {}, {}, &clean);
   ASSERT_FALSE(reasons.empty());
-  EXPECT_NE(reasons[0].find("differs from a clean process's (seed 11"), std::string::npos) << reasons[0];
+  EXPECT_NE(reasons[0].find("differs from a clean process's (seed 11"), std::string::npos)
+      << reasons[0];
   // Without clean facts (recorded replies, or no clean worker) it is not judged.
   EXPECT_TRUE(JudgeChecks(cheat, OneOutput(), {}).empty());
 }
@@ -443,29 +517,34 @@ TEST(VerdictTrust, TheCleanProcessesReferenceErrorSetsTheAllowance) {
 TEST(VerdictTrust, RightOnlyOnTheTasksDistributionSaysSo) {
   Json same = trust::Fp(3, 500, 400);
   Json reply{{"checks",
-              {trust::Check(11, "task", Out(2e-8, 3e-8), same), trust::Check(11, "signed", Out(0.7, 3e-8), same)}}};
+              {trust::Check(11, "task", Out(2e-8, 3e-8), same),
+               trust::Check(11, "signed", Out(0.7, 3e-8), same)}}};
   CleanFacts clean = trust::Clean(same);
   auto reasons = JudgeChecks(reply, OneOutput(), {}, {}, &clean);
   ASSERT_EQ(reasons.size(), 1u);
   EXPECT_NE(reasons[0].find("on signed inputs:"), std::string::npos) << reasons[0];
-  EXPECT_NE(reasons[0].find("right only on get_inputs()'s distribution"), std::string::npos) << reasons[0];
+  EXPECT_NE(reasons[0].find("right only on get_inputs()'s distribution"), std::string::npos)
+      << reasons[0];
 }
 
 TEST(VerdictTrust, AWrongTimedCallIsIncorrectAndABaselinesIsAWarning) {
   Json t = TimeReply({1, 1, 1}, {1.02, 1.02, 1.02}, {2, 2, 2});
-  Json good{{"call", 7}, {"input_set", 0}, {"inputs_mutated", false}, {"outputs", {Out(2e-8, 3e-8)}}};
+  Json good{
+      {"call", 7}, {"input_set", 0}, {"inputs_mutated", false}, {"outputs", {Out(2e-8, 3e-8)}}};
   Json bad{{"call", 9}, {"input_set", 1}, {"inputs_mutated", false}, {"outputs", {Out(0.9, 3e-8)}}};
   t["timed_checks"] = {{"p", 0.05},
                        {"suspicious", nullptr},
-                       {"contenders", {{"candidate", {{"calls", 40}, {"checks", {good}}}},
-                                       {"eager", {{"calls", 40}, {"checks", {good}}}}}}};
+                       {"contenders",
+                        {{"candidate", {{"calls", 40}, {"checks", {good}}}},
+                         {"eager", {{"calls", 40}, {"checks", {good}}}}}}};
   Outcome o = JudgeTiming(t, OneOutput(), {});
   ASSERT_TRUE(std::holds_alternative<Measured>(o));
   EXPECT_NE(std::get<Measured>(o).notes.at(0).find("1 of its 40 timed calls"), std::string::npos);
   t["timed_checks"]["contenders"]["candidate"]["checks"].push_back(bad);
   o = JudgeTiming(t, OneOutput(), {});
   ASSERT_TRUE(std::holds_alternative<Incorrect>(o));
-  EXPECT_NE(std::get<Incorrect>(o).reasons[0].find("timed call 9 of 40, one of 2 chosen at random after they ran"),
+  EXPECT_NE(std::get<Incorrect>(o).reasons[0].find(
+                "timed call 9 of 40, one of 2 chosen at random after they ran"),
             std::string::npos)
       << std::get<Incorrect>(o).reasons[0];
   Json mutated = good;
@@ -478,15 +557,17 @@ TEST(VerdictTrust, AWrongTimedCallIsIncorrectAndABaselinesIsAWarning) {
   t["timed_checks"]["contenders"]["eager"]["checks"] = {bad};
   o = JudgeTiming(t, OneOutput(), {});
   ASSERT_TRUE(std::holds_alternative<Measured>(o));
-  EXPECT_NE(std::get<Measured>(o).warnings.at(0).find("the eager baseline was wrong"), std::string::npos);
+  EXPECT_NE(std::get<Measured>(o).warnings.at(0).find("the eager baseline was wrong"),
+            std::string::npos);
 }
 
 TEST(VerdictTrust, ASuspiciousTimeIsCheckedMoreAndSaysSo) {
   Json t = TimeReply({1, 1, 1}, {1.02, 1.02, 1.02}, {2, 2, 2});
-  t["timed_checks"] = {{"p", 0.05},
-                       {"suspicious", {{"median_ms", 1.0}, {"floor_ms", 5.0}, {"fraction", 0.5}, {"after_calls", 5},
-                                       {"p", 0.25}}},
-                       {"contenders", {{"candidate", {{"calls", 40}, {"checks", Json::array()}}}}}};
+  t["timed_checks"] = {
+      {"p", 0.05},
+      {"suspicious",
+       {{"median_ms", 1.0}, {"floor_ms", 5.0}, {"fraction", 0.5}, {"after_calls", 5}, {"p", 0.25}}},
+      {"contenders", {{"candidate", {{"calls", 40}, {"checks", Json::array()}}}}}};
   Outcome o = JudgeTiming(t, OneOutput(), {});
   ASSERT_TRUE(std::holds_alternative<Measured>(o));
   EXPECT_NE(std::get<Measured>(o).notes.back().find("below 50% of the reference algorithm's floor"),
@@ -504,7 +585,8 @@ TEST(VerdictTrust, ABaselineSlowedBesideTheCandidateIsIncorrect) {
   clean.eager_ms = Summarize({1.2, 1.2, 1.2});
   o = JudgeTiming(t, OneOutput(), {}, {}, &clean);
   ASSERT_TRUE(std::holds_alternative<Incorrect>(o));
-  EXPECT_NE(std::get<Incorrect>(o).reasons[0].find("1.67x slower beside the candidate"), std::string::npos)
+  EXPECT_NE(std::get<Incorrect>(o).reasons[0].find("1.67x slower beside the candidate"),
+            std::string::npos)
       << std::get<Incorrect>(o).reasons[0];
   // Tiny calls jitter: a large ratio on a tiny absolute gap is not a verdict.
   Json tiny = TimeReply({0.001, 0.001, 0.001}, {0.002, 0.002, 0.002}, {0.004, 0.004, 0.004});
