@@ -86,6 +86,7 @@ inline int2 make_int2(int x, int y) { return {x, y}; }
 inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
 inline uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
 inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
+inline double2 make_double2(double x, double y) { return {x, y}; }
 inline dim3 make_dim3(unsigned x, unsigned y, unsigned z) { return dim3(x, y, z); }
 
 inline thread_local uint3 threadIdx{0, 0, 0};

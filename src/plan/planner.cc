@@ -91,9 +91,13 @@ bool BoolArg(const GraphNode& n, std::size_t i, const char* kw, bool fallback) {
   return a && a->is_boolean() ? a->get<bool>() : fallback;
 }
 
-const KernelTemplate* FindTemplate(const std::vector<KernelTemplate>& ts, const std::string& cls) {
+/// The first template of class `cls` (that implements `op`, when given).
+const KernelTemplate* FindTemplate(const std::vector<KernelTemplate>& ts, const std::string& cls,
+                                   const std::string& op = "") {
   for (const KernelTemplate& t : ts)
-    if (t.op_class == cls) return &t;
+    if (t.op_class == cls &&
+        (op.empty() || std::find(t.ops.begin(), t.ops.end(), op) != t.ops.end()))
+      return &t;
   return nullptr;
 }
 
@@ -354,7 +358,8 @@ std::vector<PlanOption> MatchTemplates(const OpGraph& g,
   }
 
   // GroupNorm over [N, C, *spatial], with both affine parameters or neither.
-  if (const KernelTemplate* t = FindTemplate(templates, "norm"); t && sig.size() == 1) {
+  if (const KernelTemplate* t = FindTemplate(templates, "norm", "aten::native_group_norm");
+      t && sig.size() == 1) {
     const GraphNode& n = *sig[0];
     const bool affine_ok =
         n.in.size() == 1 || (n.in.size() == 3 && AbiOf(g, n.in[1]) == 1 && AbiOf(g, n.in[2]) == 2);
@@ -369,6 +374,72 @@ std::vector<PlanOption> MatchTemplates(const OpGraph& g,
           fmt::format("group norm over {} groups: one block per sample and group, the "
                       "statistics in one read, then a channel-wise pass",
                       *groups)));
+    }
+  }
+
+  // BatchNorm in training mode over [N, C, *spatial]: the batch's
+  // statistics, and the running ones updated (with num_batches_tracked's
+  // increment, a separate add_ in the graph) when the module tracks them.
+  if (const KernelTemplate* t = FindTemplate(templates, "norm", "aten::native_batch_norm")) {
+    static const std::set<std::string> kBn = {"native_batch_norm", "_native_batch_norm_legit",
+                                              "cudnn_batch_norm"};
+    const GraphNode* bn = nullptr;
+    const GraphNode* tracked = nullptr;
+    bool other = false;
+    for (const GraphNode* n : sig) {
+      if (kBn.count(n->base) && !bn)
+        bn = n;
+      else if (n->base == "add" && n->inplace && !tracked)
+        tracked = n;
+      else if (n->base != "empty")
+        other = true;
+    }
+    auto tensor_at = [&](const GraphNode& n, std::size_t i) -> std::optional<int> {
+      const Json* a = OpGraph::Arg(n, i);
+      if (!a || a->is_null()) return -1;  // absent
+      if (a->is_object() && a->contains("v")) return AbiOf(g, a->at("v").get<int>());
+      return std::nullopt;  // something else: not matched
+    };
+    if (bn && !other && !bn->in.empty() && !bn->out.empty() && g.outputs[0] == bn->out[0] &&
+        AbiOf(g, bn->in[0]) == 0 && g.Value(bn->in[0]).dtype == "float32" &&
+        rank_of(bn->in[0]) >= 2) {
+      const bool training = BoolArg(*bn, 5, "training", false);
+      const Json* momentum = OpGraph::Arg(*bn, 6, "momentum");
+      const Json* eps = OpGraph::Arg(*bn, 7, "eps");
+      auto w = tensor_at(*bn, 1), b = tensor_at(*bn, 2);
+      auto rm = tensor_at(*bn, 3), rv = tensor_at(*bn, 4);
+      const bool affine = w && b && *w == 1 && *b == 2;
+      const bool plain = w && b && *w == -1 && *b == -1;
+      const int first_buffer = affine ? 3 : 1;
+      const bool running = rm && rv && *rm == first_buffer && *rv == first_buffer + 1;
+      const bool untracked = rm && rv && *rm == -1 && *rv == -1;
+      // num_batches_tracked += 1 on the buffer after the running statistics.
+      bool tracked_ok = !tracked;
+      if (tracked) {
+        const Json* by = OpGraph::Arg(*tracked, 1);
+        tracked_ok = !tracked->in.empty() && AbiOf(g, tracked->in[0]) == first_buffer + 2 &&
+                     g.Value(tracked->in[0]).dtype == "int64" && by && by->is_number_integer() &&
+                     by->get<long long>() == 1;
+      }
+      // A momentum of exactly 1 is what a module with momentum=None (a
+      // cumulative average: 1 / num_batches_tracked) passes on its first
+      // call; the captured value would be wrong on later calls.
+      const bool momentum_ok = momentum && momentum->is_number() && momentum->get<double>() >= 0 &&
+                               momentum->get<double>() < 1.0;
+      if (training && (affine || plain) && momentum_ok && tracked_ok &&
+          ((running && tracked) || (untracked && !tracked))) {
+        const double e = eps && eps->is_number() ? eps->get<double>() : 1e-5;
+        out.push_back(Instantiate(
+            *t,
+            {{"KOPT_AFFINE", affine ? 1 : 0},
+             {"KOPT_EPS_E12", std::llround(e * 1e12)},
+             {"KOPT_MOMENTUM_E12", std::llround(momentum->get<double>() * 1e12)}},
+            task_stem,
+            "batch norm (training): per-channel statistics split across blocks, the running "
+            "statistics updated, then one scale-and-shift pass"));
+      } else if (notes && !training) {
+        notes->push_back("the batch-norm template is for training mode (batch statistics)");
+      }
     }
   }
 

@@ -68,6 +68,8 @@ TEST(Planner, MatchesEachTemplateToItsPatternWithSlotsFromTheArgs) {
   expect("level1_13_argmax", "reduce/reduce_dim", {{"KOPT_DIM", 1}, {"KOPT_OP", 6}});
   expect("level1_08_groupnorm", "norm/group_norm",
          {{"KOPT_GROUPS", 32}, {"KOPT_EPS_E12", 10000000}});
+  expect("level1_09_batchnorm2d", "norm/batch_norm",
+         {{"KOPT_AFFINE", 1}, {"KOPT_EPS_E12", 10000000}, {"KOPT_MOMENTUM_E12", 100000000000LL}});
   expect("level1_20_cross_entropy", "loss/cross_entropy",
          {{"KOPT_REDUCTION", 1}, {"KOPT_IGNORE_INDEX", -100}});
   expect("level1_14_maxpool2d", "pool/pool2d",
