@@ -269,6 +269,94 @@ void AddGraphed(const OpGraph& g, const PlanInputs& in, Plan* plan) {
                        std::make_move_iterator(add.end()));
 }
 
+/// A matrix product as the first significant op (after transposes of its
+/// operands): mm(A, B), mm(A, t(B)), bmm(A, B), addmm(bias, A, t(W)), with A
+/// ABI input 0, B (or W) ABI input 1 and the bias ABI input 2.
+struct MatmulMatch {
+  const GraphNode* node = nullptr;
+  std::size_t at = 0;  ///< its index in the significant ops
+  bool trans_b = false, bias = false, batched = false;
+};
+
+std::optional<MatmulMatch> MatchMatmul(const OpGraph& g, const std::vector<const GraphNode*>& sig) {
+  MatmulMatch m;
+  for (; m.at < sig.size(); ++m.at)
+    if (sig[m.at]->base != "t" && sig[m.at]->base != "transpose" && sig[m.at]->base != "permute") {
+      m.node = sig[m.at];
+      break;
+    }
+  const GraphNode* mm = m.node;
+  if (!mm || (mm->base != "mm" && mm->base != "bmm" && mm->base != "addmm")) return std::nullopt;
+  for (int v : mm->in)
+    if (g.Value(v).dtype != "float32") return std::nullopt;
+  std::size_t a_arg = 0, b_arg = 1;
+  if (mm->base == "addmm") {
+    m.bias = true;
+    a_arg = 1;
+    b_arg = 2;
+    const Json* beta = OpGraph::Arg(*mm, 3, "beta");
+    const Json* alpha = OpGraph::Arg(*mm, 4, "alpha");
+    if ((beta && *beta != 1) || (alpha && *alpha != 1) || mm->in.empty() ||
+        AbiOf(g, mm->in[0]) != 2 || g.Value(mm->in[0]).shape.size() != 1)
+      return std::nullopt;
+  }
+  m.batched = mm->base == "bmm";
+  if (mm->in.size() <= b_arg || AbiOf(g, mm->in[a_arg]) != 0) return std::nullopt;
+  const int b = mm->in[b_arg];
+  if (AbiOf(g, b) != 1) {
+    // B through a transpose of the ABI input: the templates read it as [N, K].
+    const GraphNode* p = g.Producer(b);
+    const bool two_d = p && !p->in.empty() && g.Value(p->in[0]).shape.size() == 2;
+    const Json* perm = p ? OpGraph::Arg(*p, 1) : nullptr;
+    const bool transposed = two_d &&
+                            (p->base == "t" || p->base == "transpose" ||
+                             (p->base == "permute" && perm && *perm == Json::array({1, 0}))) &&
+                            AbiOf(g, p->in[0]) == 1;
+    if (!transposed) return std::nullopt;
+    m.trans_b = true;
+  }
+  return m;
+}
+
+/// The ops from sig[from] to the end as a chain of at most: a constant
+/// scale (mul or div by a positive number, in thousandths), ReLU or exact
+/// GELU, a second constant scale; each op takes the previous one's output.
+struct ScaleActTail {
+  long long pre_x1000 = 1000, act = 0, post_x1000 = 1000;
+};
+
+std::optional<ScaleActTail> MatchScaleActTail(const OpGraph& g,
+                                              const std::vector<const GraphNode*>& sig,
+                                              std::size_t from) {
+  ScaleActTail t;
+  bool pre = false, post = false;
+  for (std::size_t i = from; i < sig.size(); ++i) {
+    const GraphNode& n = *sig[i];
+    if (n.in.size() != 1 || (i > 0 && (sig[i - 1]->out.empty() || n.in[0] != sig[i - 1]->out[0])))
+      return std::nullopt;
+    if ((n.base == "relu" || n.base == "gelu") && t.act == 0 && !post) {
+      const Json* ap = OpGraph::Arg(n, 1, "approximate");
+      if (n.base == "gelu" && ap && *ap != "none") return std::nullopt;
+      t.act = n.base == "relu" ? 1 : 2;
+    } else if (n.base == "mul" || n.base == "div") {
+      const Json* s = OpGraph::Arg(n, 1);
+      double v = s && s->is_number() ? s->get<double>() : 0;
+      if (n.base == "div" && v != 0) v = 1 / v;
+      const double x1000 = v * 1000;
+      if (!(v > 0) || std::abs(x1000 - std::round(x1000)) > 1e-9) return std::nullopt;
+      bool& slot_used = t.act == 0 ? pre : post;
+      if (slot_used) return std::nullopt;
+      slot_used = true;
+      (t.act == 0 ? t.pre_x1000 : t.post_x1000) = std::llround(x1000);
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!sig.empty() && (sig.back()->out.empty() || g.outputs[0] != sig.back()->out[0]))
+    return std::nullopt;
+  return t;
+}
+
 }  // namespace
 
 std::string WhyNotGraphed(const OpGraph& g, const Contract& c) {
@@ -504,78 +592,59 @@ std::vector<PlanOption> MatchTemplates(const OpGraph& g,
 
   // A GEMM, with its bias, one activation and one constant scale as the
   // epilogue: mm(A, B), mm(A, t(B)), bmm(A, B), addmm(bias, A, t(W)).
-  if (const KernelTemplate* t = FindTemplate(templates, "gemm")) {
-    const GraphNode* mm = nullptr;
-    std::size_t at = 0;
-    for (; at < sig.size(); ++at)
-      if (sig[at]->base != "t" && sig[at]->base != "transpose" && sig[at]->base != "permute") {
-        mm = sig[at];
-        break;
-      }
-    std::map<std::string, long long> slots = {{"KOPT_TRANS_B", 0},
-                                              {"KOPT_BATCHED", 0},
-                                              {"KOPT_BIAS", 0},
-                                              {"KOPT_EPILOGUE", 0},
-                                              {"KOPT_OUT_SCALE_X1000", 1000}};
-    bool ok =
-        mm && (mm->base == "mm" || mm->base == "bmm" || mm->base == "addmm") && all_float(*mm);
-    int a_arg = 0, b_arg = 1;
-    if (ok && mm->base == "addmm") {
-      slots["KOPT_BIAS"] = 1;
-      a_arg = 1;
-      b_arg = 2;
-      const Json* beta = OpGraph::Arg(*mm, 3, "beta");
-      const Json* alpha = OpGraph::Arg(*mm, 4, "alpha");
-      ok = ok && (!beta || *beta == 1) && (!alpha || *alpha == 1) && AbiOf(g, mm->in[0]) == 2 &&
-           g.Value(mm->in[0]).shape.size() == 1;
-    }
-    if (ok && mm->base == "bmm") slots["KOPT_BATCHED"] = 1;
+  if (const KernelTemplate* t = FindTemplate(templates, "gemm", "aten::mm")) {
+    const auto mm = MatchMatmul(g, sig);
+    const auto tail = mm ? MatchScaleActTail(g, sig, mm->at + 1) : std::nullopt;
+    // The template scales after its activation: a scale before it moves
+    // past a ReLU (positive scales commute with it), not past a GELU.
+    const bool ok = mm && tail && (tail->pre_x1000 == 1000 || tail->act != 2) &&
+                    (tail->pre_x1000 == 1000 || tail->post_x1000 == 1000);
     if (ok) {
-      const int a = mm->in.size() > static_cast<std::size_t>(a_arg)
-                        ? mm->in[static_cast<std::size_t>(a_arg)]
-                        : -1;
-      const int b = mm->in.size() > static_cast<std::size_t>(b_arg)
-                        ? mm->in[static_cast<std::size_t>(b_arg)]
-                        : -1;
-      ok = a >= 0 && b >= 0 && AbiOf(g, a) == 0;
-      if (ok && AbiOf(g, b) != 1) {
-        // B through a transpose of the ABI input: the template reads it as [N, K].
-        const GraphNode* p = g.Producer(b);
-        const bool two_d = p && !p->in.empty() && g.Value(p->in[0]).shape.size() == 2;
-        const Json* perm = p ? OpGraph::Arg(*p, 1) : nullptr;
-        const bool transposed = two_d &&
-                                (p->base == "t" || p->base == "transpose" ||
-                                 (p->base == "permute" && perm && *perm == Json::array({1, 0}))) &&
-                                AbiOf(g, p->in[0]) == 1;
-        ok = transposed;
-        if (ok) slots["KOPT_TRANS_B"] = 1;
-      }
-    }
-    // The tail: at most one activation and one constant scale.
-    for (std::size_t i = at + 1; ok && i < sig.size(); ++i) {
-      const GraphNode& n = *sig[i];
-      if (n.base == "relu" && slots["KOPT_EPILOGUE"] == 0) {
-        slots["KOPT_EPILOGUE"] = 1;
-      } else if (n.base == "gelu" && slots["KOPT_EPILOGUE"] == 0) {
-        const Json* ap = OpGraph::Arg(n, 1, "approximate");
-        ok = !ap || *ap == "none";
-        slots["KOPT_EPILOGUE"] = 2;
-      } else if ((n.base == "mul" || n.base == "div") && slots["KOPT_OUT_SCALE_X1000"] == 1000) {
-        const Json* s = OpGraph::Arg(n, 1);
-        double v = s && s->is_number() ? s->get<double>() : 0;
-        if (n.base == "div" && v != 0) v = 1 / v;
-        const double x1000 = v * 1000;
-        ok = v > 0 && std::abs(x1000 - std::round(x1000)) < 1e-9;
-        slots["KOPT_OUT_SCALE_X1000"] = static_cast<long long>(std::llround(x1000));
-      } else {
-        ok = false;
-      }
-    }
-    if (ok && mm)
+      const long long scale = tail->pre_x1000 != 1000 ? tail->pre_x1000 : tail->post_x1000;
       out.push_back(
-          Instantiate(*t, slots, task_stem,
-                      "strict-fp32 GEMM on tensor cores (3xTF32 split precision) with the bias, "
-                      "activation and scale in its epilogue"));
+          Instantiate(*t,
+                      {{"KOPT_TRANS_B", mm->trans_b ? 1 : 0},
+                       {"KOPT_BATCHED", mm->batched ? 1 : 0},
+                       {"KOPT_BIAS", mm->bias ? 1 : 0},
+                       {"KOPT_EPILOGUE", tail->act},
+                       {"KOPT_OUT_SCALE_X1000", scale}},
+                      task_stem,
+                      "strict-fp32 GEMM on tensor cores (3xTF32 split precision) with the "
+                      "bias, activation and scale in its epilogue"));
+    }
+  }
+
+  // A sum or mean over a GEMM's output features (its last dim) is linear:
+  // folded into a column sum of the weight and a matrix-vector product.
+  if (const KernelTemplate* t = FindTemplate(templates, "gemm", "aten::sum")) {
+    const auto mm = MatchMatmul(g, sig);
+    const GraphNode* red =
+        mm && !mm->batched && mm->at + 1 < sig.size() ? sig[mm->at + 1] : nullptr;
+    bool ok = red && (red->base == "sum" || red->base == "mean") && red->in.size() == 1 &&
+              red->in[0] == mm->node->out[0] && rank_of(red->in[0]) == 2 && all_float(*red);
+    if (ok) {
+      const Json* dims = OpGraph::Arg(*red, 1, "dim");
+      const Json* dtype = OpGraph::Arg(*red, 3, "dtype");
+      ok = dims && dims->is_array() && dims->size() == 1 && (*dims)[0].is_number_integer() &&
+           ((*dims)[0].get<long long>() == 1 || (*dims)[0].get<long long>() == -1) &&
+           (!dtype || dtype->is_null());
+    }
+    const auto tail = ok ? MatchScaleActTail(g, sig, mm->at + 2) : std::nullopt;
+    if (ok && tail) {
+      out.push_back(Instantiate(
+          *t,
+          {{"KOPT_TRANS_B", mm->trans_b ? 1 : 0},
+           {"KOPT_BIAS", mm->bias ? 1 : 0},
+           {"KOPT_MEAN", red->base == "mean" ? 1 : 0},
+           {"KOPT_PRE_SCALE_X1000", tail->pre_x1000},
+           {"KOPT_EPILOGUE", tail->act},
+           {"KOPT_POST_SCALE_X1000", tail->post_x1000}},
+          task_stem,
+          "algebraic fold: the reduction over the GEMM's outputs becomes a column sum of the "
+          "weight and a matrix-vector product, then the scale and activation"));
+      // Fewer FLOPs than the reference algorithm: reading the inputs is its cost.
+      out.back().detail["algebraic"] = true;
+    }
   }
   return out;
 }
@@ -630,12 +699,20 @@ Plan MakePlan(const PlanInputs& in) {
       if (auto o = LibraryWithFusedTail(*graph, in, floor, &plan.notes))
         plan.options.push_back(std::move(*o));
     }
+    const double hard_floor = in.bundle ? in.bundle->hard_floor_ms : 0;
     for (PlanOption& o : MatchTemplates(*graph, in.templates, in.task_stem, &plan.notes)) {
-      o.est_ms = floor > 0 ? floor * 1.2 : 0;
+      if (o.detail.value("algebraic", false))
+        o.est_ms = hard_floor > 0 ? hard_floor * 1.3 : (floor > 0 ? floor * 0.1 : 0);
+      else
+        o.est_ms = floor > 0 ? floor * 1.2 : 0;
       plan.options.push_back(std::move(o));
     }
     if (column) plan.options.push_back(std::move(*column));
     AddGraphed(*graph, in, &plan);
+    // An algebraic rewrite that removes most of the reference's FLOPs is the
+    // best bet whatever else is offered: it goes first.
+    std::stable_partition(plan.options.begin(), plan.options.end(),
+                          [](const PlanOption& o) { return o.detail.value("algebraic", false); });
   }
   for (const Candidate& c : in.shipped) {
     if (c.kind == CandidateKind::kHybrid && !in.contract.torch_ops) {

@@ -79,6 +79,17 @@ TEST(Planner, MatchesEachTemplateToItsPatternWithSlotsFromTheArgs) {
   expect("level1_21_matmul_square", "gemm/gemm_3xtf32", {{"KOPT_TRANS_B", 0}, {"KOPT_BATCHED", 0}});
   expect("level1_22_bmm", "gemm/gemm_3xtf32", {{"KOPT_BATCHED", 1}});
   expect("level1_23_matmul_transposed_b", "gemm/gemm_3xtf32", {{"KOPT_TRANS_B", 1}});
+  expect("level2_05_linear_sum_scale_gelu", "gemm/linear_reduce",
+         {{"KOPT_TRANS_B", 1},
+          {"KOPT_BIAS", 1},
+          {"KOPT_MEAN", 0},
+          {"KOPT_PRE_SCALE_X1000", 20},
+          {"KOPT_EPILOGUE", 2},
+          {"KOPT_POST_SCALE_X1000", 1000}});
+  // GELU after the scale: the GEMM template (scale after its activation) is not offered.
+  EXPECT_EQ(Slots(PlanOf("level2_05_linear_sum_scale_gelu"), "gemm/gemm_3xtf32"), nullptr);
+  EXPECT_EQ(PlanOf("level2_05_linear_sum_scale_gelu").options.at(0).detail.value("template", ""),
+            "gemm/linear_reduce");
   expect("level2_01_linear_gelu_scale", "gemm/gemm_3xtf32",
          {{"KOPT_TRANS_B", 1},
           {"KOPT_BIAS", 1},
