@@ -49,7 +49,8 @@ for t in j["tasks"]:
     vs_comp = comp / time_ms if comp and time_ms else None
     floor = t.get("floor_ms")
     frac = floor / time_ms if floor and time_ms and MEMORY.search(name) else None
-    groups.setdefault(group, []).append((name, vs_eager, vs_comp, frac, searched, time_ms))
+    winner = fin[0]["name"] if fin and not t.get("reference_kept") else "reference"
+    groups.setdefault(group, []).append((name, vs_eager, vs_comp, frac, searched, time_ms, winner))
 
 
 def geo(xs):
@@ -67,9 +68,9 @@ for g in sorted(groups):
           f"{sum(1 for r in rows if r[1] < 1):6d} {statistics.median(fr) * 100 if fr else float('nan'):18.0f}%")
 print()
 for g in sorted(groups):
-    for name, ve, vc, fr, s, tm in groups[g]:
+    for name, ve, vc, fr, s, tm, win in groups[g]:
         print(f"  {name:45} {'searched' if s else 'no candidate':12} {ve:5.2f}x eager  "
-              f"{(f'{vc:5.2f}x' if vc else '   - '):6} compile  {(f'{fr * 100:3.0f}%' if fr else '  -')} floor")
+              f"{(f'{vc:5.2f}x' if vc else '   - '):6} compile  {(f'{fr * 100:3.0f}%' if fr else '  -')} floor  {win}")
 ph = [t["phase_s"] for t in j["tasks"] if t.get("phase_s", {}).get("capture")]
 if ph:
     print("\nper task, mean over the " + str(len(ph)) + " this process ran: " +
