@@ -592,8 +592,8 @@ std::vector<PlanOption> MatchTemplates(const OpGraph& g,
 
   // A GEMM, with its bias, one activation and one constant scale as the
   // epilogue: mm(A, B), mm(A, t(B)), bmm(A, B), addmm(bias, A, t(W)).
+  const auto mm = MatchMatmul(g, sig);  // shared by the GEMM and the fold below
   if (const KernelTemplate* t = FindTemplate(templates, "gemm", "aten::mm")) {
-    const auto mm = MatchMatmul(g, sig);
     const auto tail = mm ? MatchScaleActTail(g, sig, mm->at + 1) : std::nullopt;
     // The template scales after its activation: a scale before it moves
     // past a ReLU (positive scales commute with it), not past a GELU.
@@ -617,7 +617,6 @@ std::vector<PlanOption> MatchTemplates(const OpGraph& g,
   // A sum or mean over a GEMM's output features (its last dim) is linear:
   // folded into a column sum of the weight and a matrix-vector product.
   if (const KernelTemplate* t = FindTemplate(templates, "gemm", "aten::sum")) {
-    const auto mm = MatchMatmul(g, sig);
     const GraphNode* red =
         mm && !mm->batched && mm->at + 1 < sig.size() ? sig[mm->at + 1] : nullptr;
     bool ok = red && (red->base == "sum" || red->base == "mean") && red->in.size() == 1 &&
