@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(THREADS)
   const int64_t col_blocks = (K + THREADS - 1) / THREADS;
   if ((int64_t)blockIdx.x < col_blocks) {
     const int64_t k = (int64_t)blockIdx.x * THREADS + threadIdx.x;
-    if (k >= K || split == 0) return;
+    if (k >= K) return;  // split == 0 (no rows): w[k] = 0
     double a = 0.0;
     for (int s = 0; s < split; ++s) a += (double)partial[(int64_t)s * K + k];
     w[k] = (float)a;
