@@ -52,6 +52,7 @@ struct OptimizeArgs {
   int profile_limit = 3;
   double timed_checks = -1;  ///< < 0: the policy's default
   bool compile = true;
+  bool shipped = true;  ///< expert: offer the tasks' hand-written solutions
   /// Options given on the command line that a resumed run takes from the
   /// store instead (filled by the command's callback).
   std::vector<std::string> ignored_on_resume;
@@ -113,6 +114,7 @@ ProposerOptions ProposerFiles(const OptimizeArgs& a, const fs::path& repo_root,
   po.cutlass_dir = a.cutlass;
   po.python = PythonFor(a.common);
   po.repair_cap = a.llm_repairs;
+  po.shipped_solutions = a.shipped;
   if (a.proposer == "llm") {
     const char* env = std::getenv("KOPT_LLM");
     if (a.llm.empty() && a.llm_command.empty() && (!env || !*env))
@@ -547,14 +549,17 @@ void AddOptimizeCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--memory", args->memory,
                   "The knowledge base the proposers read and the run's wins go to (default "
                   "$KOPT_MEMORY, else <cache>/memory.db)");
+  cmd->add_flag("!--no-shipped", args->shipped,
+                "Leave the tasks' hand-written solutions (solutions/ beside a task) out of the "
+                "expert's plan: what the planner and templates reach alone");
   cmd->add_flag("!--no-compile", args->compile,
                 "Skip the torch.compile baseline (it takes a while to compile)");
   AddContractOptions(cmd, &args->contract);
   AddCommonOptions(cmd, &args->common);
   cmd->callback([args, exit_code, cmd] {
-    for (const char* name :
-         {"--max-seconds", "--finalists", "--finalist-seconds", "--objective", "--search", "--seed",
-          "--proposer", "--candidates", "--from", "--timed-checks", "--profile", "--profile-limit"})
+    for (const char* name : {"--max-seconds", "--finalists", "--finalist-seconds", "--objective",
+                             "--search", "--seed", "--proposer", "--candidates", "--from",
+                             "--timed-checks", "--profile", "--profile-limit", "--no-shipped"})
       if (cmd->count(name) > 0) args->ignored_on_resume.push_back(name);
     if (!args->tasks.empty()) args->ignored_on_resume.push_back("the task list");
     *exit_code = RunOptimize(*args);

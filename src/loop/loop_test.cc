@@ -418,6 +418,11 @@ TEST(Loop, OptionsRoundTripForResume) {
   back = LoopOptionsFromJson(ToJson(o));
   EXPECT_EQ(back.profile, ProfileMode::kBest);
   EXPECT_EQ(back.profile_limit, 5);
+  // --no-shipped holds for the whole run, resumed parts included.
+  EXPECT_TRUE(back.proposer_options.shipped_solutions);
+  o.proposer_options.shipped_solutions = false;
+  back = LoopOptionsFromJson(ToJson(o));
+  EXPECT_FALSE(back.proposer_options.shipped_solutions);
   // The model's settings come back for --resume; its key is never stored.
   o.proposer = "llm";
   o.proposer_options.llm.model = "openai:some-model";

@@ -147,6 +147,7 @@ Json ToJson(const LoopOptions& o) {
   return Json{
       {"proposer", o.proposer},
       {"replay_paths", replay},
+      {"shipped_solutions", o.proposer_options.shipped_solutions},
       {"llm",
        {{"model", llm.model},
         {"base_url", llm.base_url},
@@ -181,6 +182,7 @@ LoopOptions LoopOptionsFromJson(const Json& j) {
   o.proposer = j.value("proposer", o.proposer);
   for (const auto& p : j.value("replay_paths", Json::array()))
     o.proposer_options.replay_paths.push_back(p.get<std::string>());
+  o.proposer_options.shipped_solutions = j.value("shipped_solutions", true);
   if (j.contains("llm") && j["llm"].is_object()) {
     const Json& llm = j["llm"];
     o.proposer_options.llm.model = llm.value("model", std::string());
@@ -270,6 +272,7 @@ LoopResult Tuner::Resume(const std::string& run_id, const std::optional<BudgetLi
   // What the command line may not change on resume: how the search runs.
   options_.proposer = saved.proposer;
   options_.proposer_options.replay_paths = saved.proposer_options.replay_paths;
+  options_.proposer_options.shipped_solutions = saved.proposer_options.shipped_solutions;
   // The model the run used, unless the command line names one.
   LlmConfig& llm = options_.proposer_options.llm;
   if (llm.model.empty() && llm.command.empty()) {

@@ -65,7 +65,7 @@ class ExpertProposer : public Proposer {
     in.task_stem = context.task.path.stem().string();
     if (!context.task.path.empty() && std::filesystem::exists(context.task.path))
       in.task_source = ReadTextFile(context.task.path);
-    in.shipped = FindSolutions(context.task);
+    if (options_.shipped_solutions) in.shipped = FindSolutions(context.task);
     in.templates = LoadTemplates(options_.kernels_dir);
     plan_ = MakePlan(in);
     graph_why_not_ = !in.contract.torch_ops ? "the contract forbids PyTorch operators" : "";

@@ -52,6 +52,18 @@ TEST(Expert, ThePlanIsTheFirstLevelFusedKernelFirst) {
   EXPECT_TRUE(noted);
 }
 
+TEST(Expert, NoShippedLeavesTheHandWrittenSolutionsOut) {
+  Fixture f = Context("level1", "04_softmax");
+  f.ctx.bundle = &f.bundle;
+  ProposerOptions o = Files();
+  o.shipped_solutions = false;
+  auto p = MakeProposer("expert", o);
+  p->Begin(f.ctx);
+  auto first = p->Propose(ParentView{}, 8);
+  ASSERT_FALSE(first.empty()) << "the plan's own options remain";
+  for (const auto& c : first) EXPECT_NE(c.detail.value("space", ""), "hand-written") << c.move;
+}
+
 TEST(Expert, ADiagnosisBecomesAKnobMoveThatNamesIt) {
   Fixture f = Context("level1", "04_softmax");
   f.ctx.bundle = &f.bundle;

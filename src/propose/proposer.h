@@ -116,6 +116,10 @@ struct ProposerOptions {
   /// table (data/expert/moves.json); empty: none.
   std::filesystem::path kernels_dir;
   std::filesystem::path moves_file;
+  /// expert: offer the task's hand-written solutions (the task folder's
+  /// solutions/) beside the plan's own options. Off (--no-shipped) measures
+  /// what the planner and templates reach alone, as on a workload with none.
+  bool shipped_solutions = true;
   /// expert and llm: the knowledge base (long-term memory); empty db:
   /// DefaultMemoryPath(cache_dir); curated entries from knowledge_dir (knowledge/).
   std::filesystem::path knowledge_db;

@@ -595,6 +595,16 @@ TEST(VerdictTrust, ABaselineSlowedBesideTheCandidateIsIncorrect) {
   small.hard_floor_ms = 0;
   Outcome ok = JudgeTiming(tiny, small, {}, {}, &clean);
   EXPECT_TRUE(std::holds_alternative<Measured>(ok)) << OutcomeLine(ok);
+  // A launch-bound ~10 us reference read 4x apart between two processes (as
+  // on the H100 in session 16) is noise, not a slowed reference ...
+  Json launch = TimeReply({0.01, 0.01, 0.01}, {0.012, 0.012, 0.012}, {0.06, 0.06, 0.06});
+  clean.eager_ms = Summarize({0.015, 0.015, 0.015});
+  ok = JudgeTiming(launch, small, {}, {}, &clean);
+  EXPECT_TRUE(std::holds_alternative<Measured>(ok)) << OutcomeLine(ok);
+  EXPECT_DOUBLE_EQ(*std::get<Measured>(ok).EagerMs(), 0.015);
+  // ... while a sleep of a few milliseconds in the reference is caught.
+  Json slept = TimeReply({0.01, 0.01, 0.01}, {0.012, 0.012, 0.012}, {3.0, 3.0, 3.0});
+  EXPECT_TRUE(std::holds_alternative<Incorrect>(JudgeTiming(slept, small, {}, {}, &clean)));
 }
 
 TEST(VerdictTrust, TheReferenceProbeAfterTimingMustMatchTheCleanProcess) {
