@@ -12,7 +12,9 @@
 # First call: no RUN_ID (extra args such as --profile none go to optimize).
 # Next calls: copy OUT/state.tgz.* into .devbin, pass RUN_ID.
 set -u
-OUT=$1; DEADLINE=$2; RUN=${3:-}; shift 3 2>/dev/null || shift $#
+OUT=$1; DEADLINE=$2; shift 2
+RUN=""
+if [ $# -gt 0 ] && [ "$1" != "--" ]; then RUN=$1; shift; fi
 [ "${1:-}" = "--" ] && shift
 K=${KOPT:-.devbin/kopt}
 export KOPT_ROOT=${KOPT_ROOT:-$PWD} KOPT_CACHE=${KOPT_CACHE:-$PWD/.kopt/cache} PYTHONUNBUFFERED=1
