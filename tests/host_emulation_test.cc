@@ -152,6 +152,15 @@ TEST(KOPT_SUITE, GeneratedAndTemplateKernelsPassTheVerifier) {
   for (const auto& s : skipped) std::cout << "not emulatable: " << s << "\n";
   // Every op class of tests/data/host_emulation reached the verifier.
   EXPECT_GE(verified.size(), 18u);
+  // The depthwise tasks (3x3; 3x5 stride (1, 2) + ReLU6; 5x5 stride 2,
+  // dilation 2, bias, multiplier 2) each reached it through the template.
+  for (const char* task :
+       {"depthwise_3x3_odd", "depthwise_3x5_relu6", "depthwise_5x5_s2_dil2_bias_mult2"}) {
+    bool seen = false;
+    for (const auto& v : verified)
+      seen = seen || v.rfind(std::string(task) + ": conv/depthwise_conv2d[", 0) == 0;
+    EXPECT_TRUE(seen) << task << ": no conv/depthwise_conv2d option verified";
+  }
 }
 
 TEST(KOPT_SUITE, AKernelWithOneWrongStoreIsRejected) {

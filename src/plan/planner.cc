@@ -357,6 +357,87 @@ std::optional<ScaleActTail> MatchScaleActTail(const OpGraph& g,
   return t;
 }
 
+/// A depthwise convolution as the first significant op: not transposed,
+/// groups == in_channels, weight [C*M, 1, KH, KW], x ABI input 0, the weight
+/// ABI input 1, the bias ABI input 2 or absent, all float32 and 4-D; then
+/// nothing, or a relu (act 1) or relu6 / hardtanh(0, 6) / clamp(0, 6)
+/// (act 2) that the forward returns.
+struct DepthwiseConvMatch {
+  long long kh = 0, kw = 0, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
+  long long mult = 1, bias = 0, act = 0;
+};
+
+std::optional<DepthwiseConvMatch> MatchDepthwiseConv(const OpGraph& g,
+                                                     const std::vector<const GraphNode*>& sig) {
+  if (sig.empty() || sig.size() > 2) return std::nullopt;
+  const GraphNode& n = *sig[0];
+  if ((n.base != "convolution" && n.base != "_convolution") || n.in.size() < 2 || n.in.size() > 3 ||
+      n.out.empty())
+    return std::nullopt;
+  const GraphValue& x = g.Value(n.in[0]);
+  const GraphValue& w = g.Value(n.in[1]);
+  if (x.shape.size() != 4 || w.shape.size() != 4 || x.dtype != "float32" || w.dtype != "float32" ||
+      AbiOf(g, n.in[0]) != 0 || AbiOf(g, n.in[1]) != 1)
+    return std::nullopt;
+  const Json* b = OpGraph::Arg(n, 2, "bias");
+  DepthwiseConvMatch m;
+  if (n.in.size() == 3) {
+    const GraphValue& bv = g.Value(n.in[2]);
+    if (!b || !b->is_object() || AbiOf(g, n.in[2]) != 2 || bv.dtype != "float32" ||
+        bv.shape != std::vector<long long>{w.shape[0]})
+      return std::nullopt;
+    m.bias = 1;
+  } else if (b && !b->is_null()) {
+    return std::nullopt;
+  }
+  const Json* transposed = OpGraph::Arg(n, 6, "transposed");
+  auto groups = IntArg(n, 8, "groups");
+  const long long c = x.shape[1];
+  if (!transposed || !transposed->is_boolean() || transposed->get<bool>() || !groups ||
+      *groups != c || c <= 0 || w.shape[1] != 1 || w.shape[0] % c != 0 || w.shape[0] == 0)
+    return std::nullopt;
+  auto s = PairArg(n, 3, std::make_pair(1LL, 1LL));
+  auto p = PairArg(n, 4, std::make_pair(0LL, 0LL));
+  auto d = PairArg(n, 5, std::make_pair(1LL, 1LL));
+  if (!s || !p || !d || s->first < 1 || s->second < 1 || p->first < 0 || p->second < 0 ||
+      d->first < 1 || d->second < 1)
+    return std::nullopt;
+  m.kh = w.shape[2];
+  m.kw = w.shape[3];
+  m.sh = s->first;
+  m.sw = s->second;
+  m.ph = p->first;
+  m.pw = p->second;
+  m.dh = d->first;
+  m.dw = d->second;
+  m.mult = w.shape[0] / c;
+  const GraphNode* last = &n;
+  if (sig.size() == 2) {
+    const GraphNode& a = *sig[1];
+    auto number = [&](std::size_t i, const char* kw) -> std::optional<double> {
+      const Json* v = OpGraph::Arg(a, i, kw);
+      if (v && v->is_number()) return v->get<double>();
+      return std::nullopt;
+    };
+    if (a.in.size() != 1 || a.in[0] != n.out[0] || a.out.empty()) return std::nullopt;
+    if (a.base == "relu") {
+      m.act = 1;
+    } else if (a.base == "relu6") {
+      m.act = 2;
+    } else if (a.base == "hardtanh" || a.base == "clamp") {
+      const auto lo = number(1, a.base == "clamp" ? "min" : "min_val");
+      const auto hi = number(2, a.base == "clamp" ? "max" : "max_val");
+      if (!lo || !hi || *lo != 0.0 || *hi != 6.0) return std::nullopt;
+      m.act = 2;
+    } else {
+      return std::nullopt;
+    }
+    last = &a;
+  }
+  if (g.outputs[0] != last->out[0]) return std::nullopt;
+  return m;
+}
+
 }  // namespace
 
 std::string WhyNotGraphed(const OpGraph& g, const Contract& c) {
@@ -528,6 +609,30 @@ std::vector<PlanOption> MatchTemplates(const OpGraph& g,
       } else if (notes && !training) {
         notes->push_back("the batch-norm template is for training mode (batch statistics)");
       }
+    }
+  }
+
+  // A depthwise 2-D convolution (groups == in_channels, weight [C*M, 1, KH,
+  // KW]), with an optional relu or relu6 (hardtanh 0..6) after it.
+  if (const KernelTemplate* t = FindTemplate(templates, "conv", "aten::convolution");
+      t && (sig.size() == 1 || sig.size() == 2)) {
+    if (auto m = MatchDepthwiseConv(g, sig)) {
+      out.push_back(Instantiate(
+          *t,
+          {{"KOPT_KH", m->kh},
+           {"KOPT_KW", m->kw},
+           {"KOPT_SH", m->sh},
+           {"KOPT_SW", m->sw},
+           {"KOPT_PH", m->ph},
+           {"KOPT_PW", m->pw},
+           {"KOPT_DH", m->dh},
+           {"KOPT_DW", m->dw},
+           {"KOPT_MULT", m->mult},
+           {"KOPT_BIAS", m->bias},
+           {"KOPT_EPILOGUE", m->act}},
+          task_stem,
+          "depthwise convolution: the input tile and its halo staged in shared memory, each "
+          "input row read once for several output rows"));
     }
   }
 

@@ -76,6 +76,21 @@ TEST(Planner, MatchesEachTemplateToItsPatternWithSlotsFromTheArgs) {
          {{"KOPT_MAX", 1}, {"KOPT_KH", 3}, {"KOPT_SH", 2}, {"KOPT_PH", 1}, {"KOPT_CEIL_MODE", 0}});
   expect("level1_15_avgpool2d", "pool/pool2d",
          {{"KOPT_MAX", 0}, {"KOPT_KW", 3}, {"KOPT_COUNT_INCLUDE_PAD", 1}});
+  expect("level1_27_depthwise_conv2d", "conv/depthwise_conv2d",
+         {{"KOPT_KH", 3},
+          {"KOPT_KW", 3},
+          {"KOPT_SH", 1},
+          {"KOPT_SW", 1},
+          {"KOPT_PH", 1},
+          {"KOPT_PW", 1},
+          {"KOPT_DH", 1},
+          {"KOPT_DW", 1},
+          {"KOPT_MULT", 1},
+          {"KOPT_BIAS", 0},
+          {"KOPT_EPILOGUE", 0}});
+  // A dense convolution (groups 1, 64 input channels) is not depthwise.
+  EXPECT_EQ(Slots(PlanOf("level1_26_conv2d"), "conv/depthwise_conv2d"), nullptr);
+  EXPECT_EQ(Slots(PlanOf("level2_02_conv2d_relu_biasadd"), "conv/depthwise_conv2d"), nullptr);
   expect("level1_21_matmul_square", "gemm/gemm_3xtf32", {{"KOPT_TRANS_B", 0}, {"KOPT_BATCHED", 0}});
   expect("level1_22_bmm", "gemm/gemm_3xtf32", {{"KOPT_BATCHED", 1}});
   expect("level1_23_matmul_transposed_b", "gemm/gemm_3xtf32", {{"KOPT_TRANS_B", 1}});
