@@ -71,7 +71,9 @@ std::map<std::size_t, std::string> ShapeArgs(const GraphNode& n, const OpGraph& 
   if (n.in.empty()) return out;
   const std::string x = fmt::format("v{}", n.in[0]);
   const auto& in_shape = g.Value(n.in[0]).shape;
-  if ((n.base == "view" || n.base == "_unsafe_view" || n.base == "reshape") && !n.out.empty()) {
+  if ((n.base == "view" || n.base == "_unsafe_view" || n.base == "_reshape_alias" ||
+       n.base == "reshape") &&
+      !n.out.empty()) {
     const auto& o = g.Value(n.out[0]).shape;
     std::vector<std::string> dims;
     int unknown = 0;
@@ -85,6 +87,21 @@ std::map<std::size_t, std::string> ShapeArgs(const GraphNode& n, const OpGraph& 
       } else {
         dims.push_back("-1");
         ++unknown;
+      }
+    }
+    if (unknown > 1) {
+      // Leading dims kept (flatten(x, 1): [N, C, H, W] -> [N, C*H*W]).
+      dims.clear();
+      unknown = 0;
+      for (std::size_t i = 0; i < o.size(); ++i) {
+        if (i < in_shape.size() && in_shape[i] == o[i] && o[i] != 1 && unknown == 0) {
+          dims.push_back(fmt::format("{}.shape[{}]", x, i));
+        } else if (o[i] == 1) {
+          dims.push_back("1");
+        } else {
+          dims.push_back("-1");
+          ++unknown;
+        }
       }
     }
     if (unknown <= 1) out[1] = "[" + fmt::format("{}", fmt::join(dims, ", ")) + "]";
@@ -102,118 +119,318 @@ std::map<std::size_t, std::string> ShapeArgs(const GraphNode& n, const OpGraph& 
 
 }  // namespace
 
-std::optional<std::string> HybridSource(const OpGraph& g, std::size_t first, const FusedKernel& k,
-                                        const std::string& task_source, std::string* why) {
-  if (k.shape_input < 0 || k.shape_input >= static_cast<int>(k.inputs.size())) {
-    *why = "the fused tail reads no input element by element, so its output shape is unknown";
-    return std::nullopt;
+namespace {
+
+bool IsConv2d(const GraphNode& n, const OpGraph& g) {
+  static const std::set<std::string> kConv = {"convolution", "_convolution", "conv2d",
+                                              "cudnn_convolution"};
+  return kConv.count(n.base) && !n.in.empty() && g.Value(n.in[0]).shape.size() == 4;
+}
+
+/// Emits the replay of captured nodes as Python lines of a forward whose
+/// parameters are in `_p`, buffers in `_b` and inputs in `args`.
+class Replay {
+ public:
+  Replay(const OpGraph& g, const ReplayOptions& o) : g_(g), o_(o) {
+    if (!o_.channels_last) return;
+    for (const GraphNode& n : g_.nodes)
+      if (IsConv2d(n, g_)) conv_input_.insert(n.in[0]);
   }
+
+  std::string indent = "        ";
   std::string body;
-  std::set<int> bound;
-  auto bind = [&](int id) -> bool {
-    if (bound.count(id)) return true;
-    const GraphValue& v = g.Value(id);
+
+  /// Binds an ABI value to a local (an op's output is bound by its node);
+  /// false for a constant made outside any op.
+  bool Bind(int id) {
+    if (bound_.count(id)) return true;
+    const GraphValue& v = g_.Value(id);
     if (v.source != "abi") return v.source == "op";
+    std::string src;
     if (v.role == "param")
-      body += fmt::format("        v{} = _p[{}]\n", id, Json(v.name).dump());
+      src = fmt::format("_p[{}]", Json(v.name).dump());
     else if (v.role == "buffer")
-      body += fmt::format("        v{} = _b[{}]\n", id, Json(v.name).dump());
+      src = fmt::format("_b[{}]", Json(v.name).dump());
     else
-      body += fmt::format("        v{} = args[{}]\n", id, v.abi_index);
-    bound.insert(id);
+      src = fmt::format("args[{}]", v.abi_index);
+    // An input a convolution reads goes to NHWC once, so every later op
+    // (a residual add) reads the same layout.
+    if (v.role == "input" && conv_input_.count(id)) src = "_kopt_cl(" + src + ")";
+    body += indent + fmt::format("v{} = {}\n", id, src);
+    bound_.insert(id);
     return true;
-  };
-  for (std::size_t i = 0; i < first; ++i) {
-    const GraphNode& n = g.nodes[i];
+  }
+
+  bool Node(const GraphNode& n, std::string* why) {
     for (int v : n.in)
-      if (!bind(v)) {
+      if (!Bind(v)) {
         *why = fmt::format("{} reads a constant made outside any op", n.op);
-        return std::nullopt;
+        return false;
       }
+    static const std::set<std::string> kViews = {"view", "_unsafe_view", "_reshape_alias",
+                                                 "reshape"};
+    // In NHWC a view of the NCHW shape does not exist (or, with captured
+    // strides, reads the wrong elements): a reshape copies where it must.
+    // _reshape_alias carries the captured strides: always a reshape.
+    const bool as_reshape =
+        kViews.count(n.base) && (o_.channels_last || n.base == "_reshape_alias");
+    const bool conv = o_.channels_last && IsConv2d(n, g_);
     std::vector<std::string> parts;
-    const auto shaped = ShapeArgs(n, g);
+    const auto shaped = ShapeArgs(n, g_);
     for (std::size_t ai = 0; ai < n.args.size(); ++ai) {
-      if (auto it = shaped.find(ai); it != shaped.end()) {
-        parts.push_back(it->second);
-        continue;
-      }
+      if (as_reshape && ai > 1) break;
       std::string x;
-      if (!Py(n.args[ai], g, &x, why)) return std::nullopt;
+      if (auto it = shaped.find(ai); it != shaped.end()) {
+        x = it->second;
+      } else if (!Py(n.args[ai], g_, &x, why)) {
+        return false;
+      }
+      if (conv && ai == 0) x = "_kopt_cl(" + x + ")";
+      if (conv && ai == 1) {
+        const GraphValue& w = g_.Value(n.in[1]);
+        x = o_.reuse_weights && w.role == "param"
+                ? fmt::format("self._kopt_weight({}, {})", Json(w.name).dump(), x)
+                : "_kopt_cl(" + x + ")";
+      }
       parts.push_back(x);
     }
     for (const auto& [key, a] : n.kwargs.items()) {
       if (key == "out") {
         *why = n.op + " writes into a given tensor";
-        return std::nullopt;
+        return false;
       }
       std::string x;
-      if (!Py(a, g, &x, why)) return std::nullopt;
+      if (!Py(a, g_, &x, why)) return false;
       parts.push_back(key + "=" + x);
     }
     const std::string name =
-        n.op.substr(n.op.find("::") == std::string::npos ? 0 : n.op.find("::") + 2);
-    body += fmt::format("        _r = torch.ops.aten.{}({})\n", name, fmt::join(parts, ", "));
+        as_reshape ? "reshape"
+                   : n.op.substr(n.op.find("::") == std::string::npos ? 0 : n.op.find("::") + 2);
+    body += indent + fmt::format("_r = torch.ops.aten.{}({})\n", name, fmt::join(parts, ", "));
     if (n.out.size() == 1) {
-      body +=
-          fmt::format("        v{} = _r[0] if isinstance(_r, (tuple, list)) else _r\n", n.out[0]);
+      body += indent +
+              fmt::format("v{} = _r[0] if isinstance(_r, (tuple, list)) else _r\n", n.out[0]);
     } else {
       for (std::size_t j = 0; j < n.out.size(); ++j)
-        body += fmt::format("        v{} = _r[{}]\n", n.out[j], j);
+        body += indent + fmt::format("v{} = _r[{}]\n", n.out[j], j);
     }
-    for (int v : n.out) bound.insert(v);
+    for (int v : n.out) bound_.insert(v);
+    return true;
   }
-  std::vector<std::string> ins;
-  for (int v : k.inputs) {
-    if (!bind(v)) {
-      *why = "the fused tail reads a constant made outside any op";
+
+  /// The fused tail's call: its inputs in NCHW order, its outputs allocated.
+  bool Tail(const FusedKernel& k, std::string* why) {
+    std::vector<std::string> ins;
+    for (int v : k.inputs) {
+      if (!Bind(v)) {
+        *why = "the fused tail reads a constant made outside any op";
+        return false;
+      }
+      ins.push_back(fmt::format("v{}.contiguous()", v));
+    }
+    const std::string shape_src =
+        fmt::format("v{}", k.inputs[static_cast<std::size_t>(k.shape_input)]);
+    const auto& F = g_.Value(k.inputs[static_cast<std::size_t>(k.shape_input)]).shape;
+    std::vector<std::string> outs;
+    for (std::size_t j = 0; j < g_.outputs.size(); ++j) {
+      const GraphValue& o = g_.Value(g_.outputs[j]);
+      const std::string dtype = o.dtype == "int64" ? "torch.int64" : "torch.float32";
+      std::string shape;
+      if (j < k.output_rows.size() && k.output_rows[j]) {
+        const bool keep = o.shape.size() == F.size() && !o.shape.empty() && o.shape.back() == 1;
+        shape = keep ? fmt::format("tuple({}.shape[:-1]) + (1,)", shape_src)
+                     : fmt::format("tuple({}.shape[:-1])", shape_src);
+      } else {
+        if (o.shape != F) {
+          *why = "an output's shape differs from the fused tail's iteration shape";
+          return false;
+        }
+        shape = fmt::format("tuple({}.shape)", shape_src);
+      }
+      body += indent + fmt::format("o{} = torch.empty({}, dtype={}, device={}.device)\n", j, shape,
+                                   dtype, shape_src);
+      outs.push_back(fmt::format("o{}", j));
+    }
+    body += indent + fmt::format("_kopt_tail([{}], [{}])\n", fmt::join(ins, ", "),
+                                 fmt::join(outs, ", "));
+    body += indent + (outs.size() == 1 ? std::string("return o0\n")
+                                       : fmt::format("return ({},)\n", fmt::join(outs, ", ")));
+    return true;
+  }
+
+  /// Returns the graph's outputs (in NCHW order again, as the reference
+  /// gives them).
+  bool Return(std::string* why) {
+    std::vector<std::string> outs;
+    for (int id : g_.outputs) {
+      if (!Bind(id)) {
+        *why = "the forward returns a constant made outside any op";
+        return false;
+      }
+      outs.push_back(o_.channels_last ? fmt::format("_kopt_out(v{})", id) : fmt::format("v{}", id));
+    }
+    if (outs.empty()) {
+      *why = "the forward returns no tensor";
+      return false;
+    }
+    body += indent + (outs.size() == 1 ? "return " + outs[0] + "\n"
+                                       : fmt::format("return ({},)\n", fmt::join(outs, ", ")));
+    return true;
+  }
+
+ private:
+  const OpGraph& g_;
+  ReplayOptions o_;
+  std::set<int> bound_;
+  std::set<int> conv_input_;
+};
+
+const char* kLayoutPrelude = R"PY(
+# ---- kopt: the forward replayed with its convolutions in channels-last (NHWC) order ----
+import torch as _kopt_torch
+
+CHANNELS_LAST = 1  # kopt:knob CHANNELS_LAST 1 {0,1} convolutions (and the ops after them) in NHWC, the layout cuDNN's tensor-core kernels read; 0 keeps NCHW
+CUDNN_BENCHMARK = 1  # kopt:knob CUDNN_BENCHMARK 1 {0,1} cuDNN times its algorithms once per shape and keeps the fastest; 0 takes its heuristic's pick
+
+
+def _kopt_cl(t):
+    if CHANNELS_LAST and isinstance(t, _kopt_torch.Tensor) and t.dim() == 4:
+        return t.contiguous(memory_format=_kopt_torch.channels_last)
+    return t
+
+
+def _kopt_out(t):
+    # The reference returns NCHW-contiguous tensors: so does the replay.
+    return t.contiguous() if isinstance(t, _kopt_torch.Tensor) else t
+)PY";
+
+const char* kLayoutMethods = R"PY(
+    def forward(self, *args):
+        cudnn = _kopt_torch.backends.cudnn
+        saved = cudnn.benchmark
+        cudnn.benchmark = bool(CUDNN_BENCHMARK)
+        try:
+            return self._kopt_forward(*args)
+        finally:
+            cudnn.benchmark = saved
+
+    def _kopt_weight(self, name, w):
+        # A convolution's weight in NHWC, made once and kept until the
+        # parameter changes (its storage or version).
+        if not CHANNELS_LAST or w.dim() != 4:
+            return w
+        cache = self.__dict__.setdefault("_kopt_nhwc_weights", {})
+        key = (w.data_ptr(), w._version, tuple(w.shape), w.dtype, w.device)
+        hit = cache.get(name)
+        if hit is None or hit[0] != key:
+            hit = (key, w.contiguous(memory_format=_kopt_torch.channels_last))
+            cache[name] = hit
+        return hit[1]
+
+    def _kopt_forward(self, *args):
+)PY";
+
+}  // namespace
+
+std::optional<std::string> ReplaySource(const OpGraph& g, const FusedKernel* tail,
+                                        std::size_t tail_from, const std::string& task_source,
+                                        const ReplayOptions& options, std::string* why) {
+  if (tail && (tail->shape_input < 0 || tail->shape_input >= static_cast<int>(tail->inputs.size()))) {
+    *why = "the fused tail reads no input element by element, so its output shape is unknown";
+    return std::nullopt;
+  }
+  if (options.channels_last) {
+    if (std::string w = WhyNotChannelsLast(g); !w.empty()) {
+      *why = w;
       return std::nullopt;
     }
-    ins.push_back(fmt::format("v{}.contiguous()", v));
   }
-  const std::string shape_src =
-      fmt::format("v{}", k.inputs[static_cast<std::size_t>(k.shape_input)]);
-  const auto& F = g.Value(k.inputs[static_cast<std::size_t>(k.shape_input)]).shape;
-  std::vector<std::string> outs;
-  for (std::size_t j = 0; j < g.outputs.size(); ++j) {
-    const GraphValue& o = g.Value(g.outputs[j]);
-    const std::string dtype = o.dtype == "int64" ? "torch.int64" : "torch.float32";
-    std::string shape;
-    if (j < k.output_rows.size() && k.output_rows[j]) {
-      const bool keep = o.shape.size() == F.size() && !o.shape.empty() && o.shape.back() == 1;
-      shape = keep ? fmt::format("tuple({}.shape[:-1]) + (1,)", shape_src)
-                   : fmt::format("tuple({}.shape[:-1])", shape_src);
-    } else {
-      if (o.shape != F) {
-        *why = "an output's shape differs from the fused tail's iteration shape";
+  const std::size_t first = tail ? std::min(tail_from, g.nodes.size()) : g.nodes.size();
+  Replay r(g, options);
+  for (std::size_t i = 0; i < first; ++i)
+    if (!r.Node(g.nodes[i], why)) return std::nullopt;
+  if (tail && options.channels_last) {
+    // Both ways of running the tail, chosen by a knob: the values either
+    // reads are bound before the branch.
+    for (int v : tail->inputs)
+      if (!r.Bind(v)) {
+        *why = "the fused tail reads a constant made outside any op";
         return std::nullopt;
       }
-      shape = fmt::format("tuple({}.shape)", shape_src);
-    }
-    body += fmt::format("        o{} = torch.empty({}, dtype={}, device={}.device)\n", j, shape,
-                        dtype, shape_src);
-    outs.push_back(fmt::format("o{}", j));
+    for (std::size_t i = first; i < g.nodes.size(); ++i)
+      for (int v : g.nodes[i].in)
+        if (g.Value(v).source == "abi") r.Bind(v);
+    r.body += r.indent + "if FUSED_TAIL:\n";
+    r.indent += "    ";
+    if (!r.Tail(*tail, why)) return std::nullopt;
+    r.indent.resize(r.indent.size() - 4);
+    for (std::size_t i = first; i < g.nodes.size(); ++i)
+      if (!r.Node(g.nodes[i], why)) return std::nullopt;
+    if (!r.Return(why)) return std::nullopt;
+  } else if (tail) {
+    if (!r.Tail(*tail, why)) return std::nullopt;
+  } else if (!r.Return(why)) {
+    return std::nullopt;
   }
-  body +=
-      fmt::format("        _kopt_tail([{}], [{}])\n", fmt::join(ins, ", "), fmt::join(outs, ", "));
-  body += outs.size() == 1 ? "        return o0\n"
-                           : fmt::format("        return ({},)\n", fmt::join(outs, ", "));
 
   std::string src =
-      "# Generated by kopt's planner (src/plan/hybrid.cc): the ops before the tail run as PyTorch\n"
-      "# operators, replayed from the captured graph; the tail is one generated kernel.\n"
-      "# The task's own source follows, so ModelNew has the Model's parameters.\n";
+      options.channels_last
+          ? "# Generated by kopt's planner (src/plan/hybrid.cc): the forward replayed as PyTorch\n"
+            "# operators from the captured graph, its convolutions in channels-last order with\n"
+            "# cuDNN's algorithm search (knobs below); the task's own source follows, so ModelNew\n"
+            "# has the Model's parameters.\n"
+          : "# Generated by kopt's planner (src/plan/hybrid.cc): the ops before the tail run as "
+            "PyTorch\n"
+            "# operators, replayed from the captured graph; the tail is one generated kernel.\n"
+            "# The task's own source follows, so ModelNew has the Model's parameters.\n";
   src += task_source;
   if (!src.empty() && src.back() != '\n') src += "\n";
+  if (options.channels_last) src += kLayoutPrelude;
+  if (tail) {
+    src += "\n\n# ---- kopt: the fused tail ----\nimport kopt as _kopt_lib\n\n";
+    if (options.channels_last)
+      src +=
+          "FUSED_TAIL = 1  # kopt:knob FUSED_TAIL 1 {0,1} the ops after the library calls as one "
+          "generated kernel (reading NCHW); 0 replays them as PyTorch operators\n\n";
+    src += "CUDA_SOURCE = r\"\"\"\n" + tail->source +
+           "\"\"\"\n\n_kopt_tail = _kopt_lib.load_cuda(CUDA_SOURCE)\n";
+  }
+  src += "\n\nclass ModelNew(Model):";
+  if (options.channels_last) {
+    src += kLayoutMethods;
+  } else {
+    src += "\n    def forward(self, *args):\n";
+  }
   src +=
-      "\n\n# ---- kopt: the fused tail ----\nimport kopt as _kopt_lib\n\nCUDA_SOURCE = r\"\"\"\n" +
-      k.source + "\"\"\"\n\n_kopt_tail = _kopt_lib.load_cuda(CUDA_SOURCE)\n\n\n";
-  src +=
-      "class ModelNew(Model):\n"
-      "    def forward(self, *args):\n"
       "        _p = dict(self.named_parameters())\n"
       "        _b = dict(self.named_buffers())\n";
-  src += body;
+  src += r.body;
   return src;
+}
+
+std::optional<std::string> HybridSource(const OpGraph& g, std::size_t first, const FusedKernel& k,
+                                        const std::string& task_source, std::string* why) {
+  return ReplaySource(g, &k, first, task_source, ReplayOptions{}, why);
+}
+
+std::string WhyNotChannelsLast(const OpGraph& g) {
+  bool any = false;
+  std::set<int> converted;  // values the replay replaces by an NHWC copy
+  for (const GraphNode& n : g.nodes)
+    if (IsConv2d(n, g)) {
+      any = true;
+      for (std::size_t i = 0; i < std::min<std::size_t>(2, n.in.size()); ++i)
+        if (g.Value(n.in[i]).source == "abi") converted.insert(n.in[i]);
+    }
+  if (!any) return "the forward has no 2-D convolution";
+  for (const GraphNode& n : g.nodes) {
+    // Ops that read strides rather than values.
+    if (n.base == "as_strided" || n.base == "as_strided_scatter" || n.base == "set")
+      return n.op + " reads its input's strides, which NHWC order changes";
+    if (n.inplace && !n.in.empty() && converted.count(n.in[0]))
+      return n.op + " writes in place to a tensor the replay would read from an NHWC copy";
+  }
+  return "";
 }
 
 std::string GraphedSource(const std::string& module_source, const std::string& eager_class) {

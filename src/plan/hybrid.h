@@ -4,6 +4,8 @@
 // captured graph, and the tail runs as one generated kernel (FuseTail)
 // loaded with kopt.load_cuda. ModelNew subclasses the task's own Model (its
 // source is embedded), so its parameters and state_dict are the Model's.
+// ReplaySource writes the general form: the whole forward replayed, or with
+// a tail, and optionally with its convolutions in channels-last order.
 #pragma once
 
 #include <optional>
@@ -20,6 +22,35 @@ namespace kopt {
 std::optional<std::string> HybridSource(const OpGraph& g, std::size_t first_tail_node,
                                         const FusedKernel& tail, const std::string& task_source,
                                         std::string* why);
+
+/// How ReplaySource writes the forward.
+struct ReplayOptions {
+  /// Convolutions (2-D) and the ops after them in channels-last (NHWC)
+  /// order: the inputs and weights convolutions read are converted, views
+  /// become reshapes, the outputs come back NCHW-contiguous. Adds the knobs
+  /// CHANNELS_LAST and CUDNN_BENCHMARK (cuDNN's algorithm search), and
+  /// FUSED_TAIL with a tail (its kernel, or its ops replayed in NHWC).
+  bool channels_last = false;
+  /// Keep each convolution weight's NHWC copy across calls, remade when the
+  /// parameter changes (storage or version): only where the contract allows
+  /// pre-transformed weights.
+  bool reuse_weights = false;
+};
+
+/// The forward replayed as PyTorch operators from the captured graph (a
+/// KernelBench ModelNew subclassing the task's Model); with `tail`, the
+/// nodes from `tail_from` on run as that one generated kernel instead.
+/// nullopt with `why` as HybridSource, or when channels-last order is asked
+/// and WhyNotChannelsLast says no.
+std::optional<std::string> ReplaySource(const OpGraph& g, const FusedKernel* tail,
+                                        std::size_t tail_from, const std::string& task_source,
+                                        const ReplayOptions& options, std::string* why);
+
+/// Why the forward cannot be replayed with its convolutions in NHWC order,
+/// or "" when it can: it needs a 2-D convolution, no op that reads strides
+/// (as_strided), and no in-place write to an input or weight the replay
+/// would swap for its NHWC copy.
+std::string WhyNotChannelsLast(const OpGraph& g);
 
 /// A hybrid ModelNew that runs `eager_class`'s forward (the task's `Model`,
 /// or a ModelNew already defined in `module_source`) from a CUDA graph:

@@ -2,12 +2,18 @@
 // the level-2 graphs of the suite, their replayed PyTorch prefix run on the
 // CPU (a stub stands in for the compiled tail, which needs a GPU) and
 // checked against the task's Model; their CUDA tails compile for sm_90a.
+// The channels-last replay of the suite's convolution networks, at each
+// layout knob, computes what the Model does (outputs, BatchNorm's running
+// statistics) on the CPU.
 #include "plan/hybrid.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <tuple>
+
+#include <fmt/format.h>
 
 #include "core/json.h"
 #include "plan/planner.h"
@@ -38,6 +44,32 @@ std::optional<Generated> LibraryOption(const std::string& level, const std::stri
     if (o.space == "library+fused") return Generated{o, task};
   return std::nullopt;
 }
+
+std::optional<PlanOption> ChannelsLastOption(const std::string& level, const std::string& stem,
+                                            bool reuse_weights = false) {
+  TaskBundle b;
+  b.graph = ReadJsonFile(testing::SourceDir() / "tests" / "data" / "graphs" /
+                         (level + "_" + stem + ".json"));
+  b.floor_ms = 1;
+  PlanInputs in;
+  in.bundle = &b;
+  in.task_stem = stem;
+  in.contract.pre_transform_weights = reuse_weights;
+  in.task_source = ReadTextFile(testing::SourceDir() / "tasks" / level / (stem + ".py"));
+  for (PlanOption& o : MakePlan(in).options)
+    if (o.space == "library") return o;
+  return std::nullopt;
+}
+
+/// The suite's convolution networks: level, stem, whether a fused tail follows.
+const std::vector<std::tuple<std::string, std::string, bool>> kConvTasks = {
+    {"level1", "26_conv2d", false},
+    {"level1", "27_depthwise_conv2d", false},
+    {"level1", "28_conv_transpose2d", false},
+    {"level2", "02_conv2d_relu_biasadd", true},
+    {"level2", "04_conv2d_groupnorm_tanh_hardswish_residual", true},
+    {"level3", "02_resnet_basic_block", true},
+    {"level3", "05_small_cnn", false}};
 
 const std::vector<std::string> kLevel2 = {"01_linear_gelu_scale",
                                           "02_conv2d_relu_biasadd",
@@ -127,6 +159,104 @@ TEST(Hybrid, TheGraphedWrapperKeepsTheModelsParametersAndRunsEagerOffTheGpu) {
   const std::string cmd = "cd " + dir.string() + " && " + python + " check.py graphed.py > " +
                           (dir / "log").string() + " 2>&1";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << ReadTextFile(dir / "log");
+}
+
+TEST(Hybrid, ConvolutionNetworksGetAChannelsLastReplayWithLayoutKnobs) {
+  for (const auto& [level, stem, tail] : kConvTasks) {
+    auto o = ChannelsLastOption(level, stem);
+    ASSERT_TRUE(o) << stem;
+    EXPECT_EQ(o->candidate.kind, CandidateKind::kHybrid);
+    EXPECT_EQ(o->candidate.name, stem + "[channels-last]");
+    const std::string& src = o->candidate.source;
+    EXPECT_NE(src.find("CHANNELS_LAST = 1  # kopt:knob CHANNELS_LAST 1 {0,1}"), std::string::npos);
+    EXPECT_NE(src.find("CUDNN_BENCHMARK = 1  # kopt:knob CUDNN_BENCHMARK 1 {0,1}"),
+              std::string::npos);
+    EXPECT_EQ(src.find("FUSED_TAIL = 1  # kopt:knob") != std::string::npos, tail) << stem;
+    EXPECT_EQ(o->detail.value("tail_ops", Json::array()).empty(), !tail) << stem;
+    // Every convolution reads its input and weight through the layout
+    // helpers; nothing views or aliases with the captured NCHW strides.
+    EXPECT_NE(src.find("torch.ops.aten.convolution(_kopt_cl(v"), std::string::npos) << stem;
+    EXPECT_EQ(src.find("_reshape_alias"), std::string::npos) << stem;
+    EXPECT_EQ(src.find("torch.ops.aten.view("), std::string::npos) << stem;
+    // Weights are converted per call unless the contract allows keeping them.
+    EXPECT_EQ(src.find("self._kopt_weight(\""), std::string::npos) << stem;
+    EXPECT_NE(ChannelsLastOption(level, stem, true)->candidate.source.find("self._kopt_weight(\""),
+              std::string::npos)
+        << stem;
+  }
+  // No convolution, no channels-last option.
+  EXPECT_FALSE(ChannelsLastOption("level2", "01_linear_gelu_scale"));
+  EXPECT_FALSE(ChannelsLastOption("level3", "01_mlp"));
+}
+
+TEST(Hybrid, TheChannelsLastReplayComputesWhatTheModelDoesAtEveryLayoutKnob) {
+  const char* py = std::getenv("KOPT_PYTHON");
+  const std::string python = py && *py ? py : "/usr/bin/python3";
+  if (std::system((python + " -c 'import torch' > /dev/null 2>&1").c_str()) != 0)
+    GTEST_SKIP() << "no python with torch";
+  const fs::path dir = testing::ScratchDir("channels-last-replay");
+  fs::create_directories(dir / "stub" / "kopt");
+  std::ofstream(dir / "stub" / "kopt" / "__init__.py")
+      << "def load_cuda(src, *a, **k):\n"
+         "    def run(ins, outs):\n"
+         "        for o in outs: o.zero_()\n"
+         "    return run\n";
+  // Same parameters; two calls (BatchNorm's running statistics move twice);
+  // outputs NCHW-contiguous and equal to the Model's; then a weight changed
+  // in place must reach the next call (a kept NHWC copy is remade).
+  std::ofstream(dir / "check.py")
+      << "import re, runpy, sys, torch\n"
+         "src = open(sys.argv[1]).read()\n"
+         "for kv in sys.argv[2:]:\n"
+         "    k, v = kv.split('=')\n"
+         "    src, n = re.subn(r'^%s = 1  # kopt:knob %s 1' % (k, k), '%s = %s  # kopt:knob %s %s' % "
+         "(k, v, k, v), src, flags=re.M)\n"
+         "    assert n == 1, k\n"
+         "open(sys.argv[1] + '.set.py', 'w').write(src)\n"
+         "m = runpy.run_path(sys.argv[1] + '.set.py')\n"
+         "torch.manual_seed(0); new = m['ModelNew'](*m['get_init_inputs']())\n"
+         "torch.manual_seed(0); ref = m['Model'](*m['get_init_inputs']())\n"
+         "torch.manual_seed(1)\n"
+         "x = [t[:2] if t.dim() > 1 else t for t in m['get_inputs']()]\n"
+         "def same(a, b, what):\n"
+         "    assert a.shape == b.shape, (what, a.shape, b.shape)\n"
+         "    assert torch.allclose(a, b, rtol=1e-3, atol=1e-4), (what, (a - b).abs().max().item())\n"
+         "zero = 'FUSED_TAIL=1' in sys.argv\n"
+         "with torch.no_grad():\n"
+         "    for call in range(2):\n"
+         "        y = new(*x); r = ref(*x)\n"
+         "        assert y.is_contiguous(), 'the output is not NCHW-contiguous'\n"
+         "        same(y, torch.zeros_like(r) if zero else r, 'output')\n"
+         "        a, b = new.state_dict(), ref.state_dict()\n"
+         "        for k in a:\n"
+         "            same(a[k].float(), b[k].float(), k)\n"
+         "    w = [p for p in new.parameters() if p.dim() == 4][0]\n"
+         "    w.mul_(-2)\n"
+         "    [p for p in ref.parameters() if p.dim() == 4][0].mul_(-2)\n"
+         "    if not zero: same(new(*x), ref(*x), 'output after a weight changed')\n"
+         "print('ok')\n";
+  int n = 0;
+  for (const auto& [level, stem, tail] : kConvTasks) {
+    for (bool reuse : {false, true}) {
+      auto o = ChannelsLastOption(level, stem, reuse);
+      ASSERT_TRUE(o) << stem;
+      const fs::path file = dir / (stem + (reuse ? "_reuse" : "") + ".py");
+      std::ofstream(file) << o->candidate.source;
+      std::vector<std::string> settings = {"CHANNELS_LAST=1", "CHANNELS_LAST=0"};
+      if (tail) settings = {"CHANNELS_LAST=1 FUSED_TAIL=0", "CHANNELS_LAST=0 FUSED_TAIL=0",
+                            "CHANNELS_LAST=1 FUSED_TAIL=1"};
+      if (reuse) settings.resize(1);
+      for (const std::string& set : settings) {
+        const fs::path log = dir / fmt::format("{}.log", n++);
+        const std::string cmd = "cd " + dir.string() + " && PYTHONPATH=" +
+                                (dir / "stub").string() + " " + python + " check.py " +
+                                file.string() + " " + set + " > " + log.string() + " 2>&1";
+        EXPECT_EQ(std::system(cmd.c_str()), 0)
+            << stem << " " << set << (reuse ? " (weights kept)" : "") << "\n"
+            << ReadTextFile(log);
+      }
+    }
+  }
 }
 
 TEST(Hybrid, TheFusedTailsCompileForSm90a) {

@@ -122,9 +122,63 @@ PlanOption Instantiate(const KernelTemplate& t, const std::map<std::string, long
   return o;
 }
 
+/// Why replaying nodes [0, upto) would call a library the contract does
+/// not allow (cuBLAS for matrix products, cuDNN for convolutions), or "".
+std::string LibraryRefused(const OpGraph& g, const PlanInputs& in, std::size_t upto) {
+  std::string refused;
+  for (std::size_t i = 0; i < std::min(upto, g.nodes.size()); ++i) {
+    const std::string& b = g.nodes[i].base;
+    const char* lib = b.find("conv") != std::string::npos ? "cudnn"
+                      : g.nodes[i].matrix                 ? "cublas"
+                                                          : nullptr;
+    if (lib && std::find(in.contract.libraries.begin(), in.contract.libraries.end(), lib) ==
+                   in.contract.libraries.end())
+      refused =
+          fmt::format("{} would call {}, which the contract does not allow", g.nodes[i].op, lib);
+  }
+  return refused;
+}
+
+/// The first node k >= from (and >= 1) from which the rest of the graph
+/// fuses into one kernel that pays (more than one elementwise op after the
+/// library calls, which the contract must allow); nullopt, with `why` when
+/// a library is refused, when there is none.
+std::optional<std::pair<std::size_t, FusedKernel>> NextFusedTail(const OpGraph& g,
+                                                                 const PlanInputs& in,
+                                                                 std::size_t from,
+                                                                 std::string* why) {
+  for (std::size_t k = std::max<std::size_t>(1, from); k < g.nodes.size(); ++k) {
+    int work = 0;
+    for (std::size_t i = k; i < g.nodes.size(); ++i)
+      work += kShapeOnly.count(g.nodes[i].base) ? 0 : 1;
+    if (work < 1) break;
+    FusionResult f = FuseTail(g, k);
+    if (!f.kernel) continue;
+    if (std::string refused = LibraryRefused(g, in, k); !refused.empty()) {
+      *why = refused;
+      break;
+    }
+    // One elementwise op after a library call is what PyTorch runs already.
+    if (work < 2 && f.kernel->kind == "elementwise") break;
+    return std::make_pair(k, std::move(*f.kernel));
+  }
+  return std::nullopt;
+}
+
+/// The distinct op names of nodes [from, to), shape-only ones left out.
+std::vector<std::string> OpNames(const OpGraph& g, std::size_t from, std::size_t to) {
+  std::vector<std::string> v;
+  for (std::size_t i = from; i < std::min(to, g.nodes.size()); ++i) {
+    const std::string& b = g.nodes[i].base;
+    if (kShapeOnly.count(b) || b == "t") continue;
+    if (v.empty() || v.back() != b) v.push_back(b);
+  }
+  return v;
+}
+
 /// The ops before the longest fusable tail as PyTorch operators (library
 /// calls), the tail as one generated kernel: a hybrid candidate.
-std::optional<PlanOption> LibraryWithFusedTail(const OpGraph& g, const PlanInputs& in, double floor,
+std::optional<PlanOption> LibraryWithFusedTail(const OpGraph& g, const PlanInputs& in,
                                                std::vector<std::string>* notes) {
   if (in.task_source.empty()) return std::nullopt;
   if (!in.contract.torch_ops) {
@@ -133,45 +187,17 @@ std::optional<PlanOption> LibraryWithFusedTail(const OpGraph& g, const PlanInput
     return std::nullopt;
   }
   std::string last_why;
-  for (std::size_t k = 1; k < g.nodes.size(); ++k) {
-    int work = 0;
-    for (std::size_t i = k; i < g.nodes.size(); ++i)
-      work += kShapeOnly.count(g.nodes[i].base) ? 0 : 1;
-    if (work < 1) break;
-    FusionResult f = FuseTail(g, k);
-    if (!f.kernel) continue;
-    // The replayed ops call cuBLAS (matrix products) and cuDNN (convolutions):
-    // both must be allowed.
-    std::string refused;
-    for (std::size_t i = 0; i < k; ++i) {
-      const std::string& b = g.nodes[i].base;
-      const char* lib = b.find("conv") != std::string::npos ? "cudnn"
-                        : g.nodes[i].matrix                 ? "cublas"
-                                                            : nullptr;
-      if (lib && std::find(in.contract.libraries.begin(), in.contract.libraries.end(), lib) ==
-                     in.contract.libraries.end())
-        refused =
-            fmt::format("{} would call {}, which the contract does not allow", g.nodes[i].op, lib);
-    }
-    if (!refused.empty()) {
-      last_why = refused;
-      break;
-    }
-    // One elementwise op after a library call is what PyTorch runs already.
-    if (work < 2 && f.kernel->kind == "elementwise") break;
+  for (std::size_t k = 1;;) {
+    auto t = NextFusedTail(g, in, k, &last_why);
+    if (!t) break;
     std::string why;
-    auto src = HybridSource(g, k, *f.kernel, in.task_source, &why);
+    auto src = HybridSource(g, t->first, t->second, in.task_source, &why);
     if (!src) {
       last_why = why;
+      k = t->first + 1;
       continue;
     }
-    std::vector<std::string> prefix, tail;
-    for (std::size_t i = 0; i < g.nodes.size(); ++i) {
-      const std::string& b = g.nodes[i].base;
-      if (kShapeOnly.count(b) || b == "t") continue;
-      auto& v = i < k ? prefix : tail;
-      if (v.empty() || v.back() != b) v.push_back(b);
-    }
+    const auto prefix = OpNames(g, 0, t->first), tail = OpNames(g, t->first, g.nodes.size());
     PlanOption o;
     o.space = "library+fused";
     o.label = fmt::format("PyTorch {} + one kernel for {}", fmt::join(prefix, ", "),
@@ -179,20 +205,87 @@ std::optional<PlanOption> LibraryWithFusedTail(const OpGraph& g, const PlanInput
     o.about = fmt::format(
         "the library ops stay in PyTorch (cuBLAS/cuDNN); {} ({} ops) become one {} kernel, so "
         "their intermediates never round-trip DRAM",
-        fmt::join(tail, " -> "), tail.size(), f.kernel->kind);
+        fmt::join(tail, " -> "), tail.size(), t->second.kind);
     o.candidate.kind = CandidateKind::kHybrid;
     o.candidate.source = *src;
     o.candidate.name = in.task_stem + "[library+fused]";
     o.detail = {{"space", "library+fused"},
-                {"tail_from_node", k},
-                {"fused_kind", f.kernel->kind},
+                {"tail_from_node", t->first},
+                {"fused_kind", t->second.kind},
                 {"tail_ops", tail}};
-    (void)floor;
     return o;
   }
   if (notes && !last_why.empty())
     notes->push_back("no library call with a fused tail: " + last_why);
   return std::nullopt;
+}
+
+/// The whole forward as PyTorch operators with its 2-D convolutions in
+/// channels-last (NHWC) order and cuDNN's algorithm search on, the longest
+/// fusable tail as one generated kernel where there is one: a hybrid
+/// candidate whose knobs (CHANNELS_LAST, CUDNN_BENCHMARK, FUSED_TAIL) let
+/// the tuner take each back.
+std::optional<PlanOption> ChannelsLastReplay(const OpGraph& g, const PlanInputs& in,
+                                             std::vector<std::string>* notes) {
+  if (in.task_source.empty() || !in.contract.torch_ops) return std::nullopt;
+  if (const std::string why = WhyNotChannelsLast(g); !why.empty()) {
+    if (why.find("no 2-D convolution") == std::string::npos)
+      notes->push_back("no channels-last replay: " + why);
+    return std::nullopt;
+  }
+  if (const std::string refused = LibraryRefused(g, in, g.nodes.size()); !refused.empty()) {
+    notes->push_back("no channels-last replay: " + refused);
+    return std::nullopt;
+  }
+  ReplayOptions ro;
+  ro.channels_last = true;
+  ro.reuse_weights = in.contract.pre_transform_weights.value_or(false);
+  std::optional<std::pair<std::size_t, FusedKernel>> tail;
+  std::optional<std::string> src;
+  std::string why;
+  for (std::size_t k = 1;;) {
+    std::string refused;
+    auto t = NextFusedTail(g, in, k, &refused);
+    if (!t) break;
+    if ((src = ReplaySource(g, &t->second, t->first, in.task_source, ro, &why))) {
+      tail = std::move(t);
+      break;
+    }
+    k = t->first + 1;
+  }
+  if (!src) src = ReplaySource(g, nullptr, 0, in.task_source, ro, &why);
+  if (!src) {
+    notes->push_back("no channels-last replay: " + why);
+    return std::nullopt;
+  }
+  int convs = 0;
+  for (const GraphNode& n : g.nodes) convs += n.base.find("conv") != std::string::npos ? 1 : 0;
+  const auto tail_ops =
+      tail ? OpNames(g, tail->first, g.nodes.size()) : std::vector<std::string>{};
+  PlanOption o;
+  o.space = "library";
+  o.label = "PyTorch ops, convolutions channels-last with cuDNN algorithm search";
+  if (tail) o.label += fmt::format(" + one kernel for {}", fmt::join(tail_ops, " -> "));
+  o.about = fmt::format(
+      "the {} convolution(s) run in NHWC, the layout cuDNN's tensor-core kernels read natively "
+      "(no transposes around each call), with the algorithm timed once per shape; the input "
+      "and weights convert once, the output back to NCHW{}",
+      convs,
+      tail ? fmt::format("; {} run as one {} kernel", fmt::join(tail_ops, " -> "), tail->second.kind)
+           : std::string());
+  o.candidate.kind = CandidateKind::kHybrid;
+  o.candidate.source = *src;
+  o.candidate.name = in.task_stem + "[channels-last]";
+  o.detail = {{"space", "library"},
+              {"channels_last", true},
+              {"convolutions", convs},
+              {"reuse_weights", ro.reuse_weights},
+              {"tail_ops", tail_ops}};
+  if (tail) {
+    o.detail["tail_from_node"] = tail->first;
+    o.detail["fused_kind"] = tail->second.kind;
+  }
+  return o;
 }
 
 /// The forward, or `base`'s hybrid, replayed from a CUDA graph: offered when
@@ -232,8 +325,10 @@ void AddGraphed(const OpGraph& g, const PlanInputs& in, Plan* plan) {
     return;
   }
   const double est = busy + launches * kStageLatencyMs;
-  auto make = [&](const std::string& source, const std::string& eager_class,
-                  const std::string& label, const std::string& what) {
+  // `base`: the hybrid replayed, or nullptr for the reference itself.
+  auto make = [&](const PlanOption* base, const std::string& label, const std::string& what) {
+    const std::string& source = base ? base->candidate.source : in.task_source;
+    const std::string eager_class = base ? "ModelNew" : "Model";
     PlanOption o;
     o.space = "cuda-graph";
     o.label = label;
@@ -243,23 +338,23 @@ void AddGraphed(const OpGraph& g, const PlanInputs& in, Plan* plan) {
         what, launches, 100 * idle / eager);
     o.candidate.kind = CandidateKind::kHybrid;
     o.candidate.source = GraphedSource(source, eager_class);
-    o.candidate.name =
-        in.task_stem + "[cuda-graph" + (eager_class == "Model" ? "" : "+fused") + "]";
+    // "04_x[cuda-graph]", "04_x[cuda-graph+library+fused]"
+    o.candidate.name = in.task_stem + "[cuda-graph" + (base ? "+" + base->space : "") + "]";
     o.detail = {{"space", "cuda-graph"},
                 {"launches", launches},
                 {"busy_ms", busy},
                 {"eager_ms", eager},
-                {"over", eager_class == "Model" ? "reference" : "library+fused"}};
+                {"over", base ? base->space : "reference"}};
     o.est_ms = est;
     return o;
   };
   std::vector<PlanOption> add;
   for (const PlanOption& o : plan->options)
-    if (o.space == "library+fused")
-      add.push_back(make(o.candidate.source, "ModelNew", "CUDA graph over " + o.label,
-                         "the library+fused hybrid replayed"));
-  add.push_back(make(in.task_source, "Model", "CUDA graph over the reference",
-                     "the reference's own operators replayed"));
+    if (o.space == "library+fused" || o.space == "library")
+      add.push_back(
+          make(&o, "CUDA graph over " + o.label, "the " + o.space + " hybrid replayed"));
+  add.push_back(
+      make(nullptr, "CUDA graph over the reference", "the reference's own operators replayed"));
   // They lead the plan unless another option is estimated faster.
   double best = 0;
   for (const PlanOption& o : plan->options)
@@ -800,7 +895,10 @@ Plan MakePlan(const PlanInputs& in) {
       }
     } else {
       plan.notes.push_back("no single fused kernel: " + f.why_not);
-      if (auto o = LibraryWithFusedTail(*graph, in, floor, &plan.notes))
+      // Convolutions in NHWC first: cuDNN's TF32 tensor-core kernels read
+      // that layout, and in NCHW it transposes around each call.
+      if (auto o = ChannelsLastReplay(*graph, in, &plan.notes)) plan.options.push_back(std::move(*o));
+      if (auto o = LibraryWithFusedTail(*graph, in, &plan.notes))
         plan.options.push_back(std::move(*o));
     }
     const double hard_floor = in.bundle ? in.bundle->hard_floor_ms : 0;

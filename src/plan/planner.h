@@ -8,6 +8,10 @@
 //   - "library+fused": when the whole graph cannot be one kernel, the ops
 //     before its longest fusable tail as PyTorch operators (cuBLAS, cuDNN)
 //     and the tail as one generated kernel, in a hybrid ModelNew;
+//   - "library": with a 2-D convolution, the forward replayed as PyTorch
+//     operators with its convolutions in channels-last order and cuDNN's
+//     algorithm search, the fusable tail as one kernel (hybrid.h,
+//     ReplaySource), each choice a knob;
 //   - "cuda-graph": when the reference is launch-bound and writes no state,
 //     the reference (and the library+fused hybrid) replayed from a CUDA
 //     graph captured per input signature (hybrid.h, GraphedSource);
@@ -30,7 +34,8 @@
 namespace kopt {
 
 struct PlanOption {
-  std::string space;  ///< "fused", "library+fused", "template", "cuda-graph", "hand-written"
+  std::string space;  ///< "fused", "library", "library+fused", "template", "cuda-graph",
+                      ///< "hand-written"
   std::string label;  ///< short: "fused row kernel", "scan/scan_lastdim[KOPT_REVERSE=1]"
   std::string about;  ///< what it does and why it should pay, one sentence
   Candidate candidate;
