@@ -127,15 +127,89 @@ bool IsConv2d(const GraphNode& n, const OpGraph& g) {
   return kConv.count(n.base) && !n.in.empty() && g.Value(n.in[0]).shape.size() == 4;
 }
 
+/// A scalar argument as a number, or nullopt.
+std::optional<double> Num(const GraphNode& n, std::size_t i, const char* kw = nullptr) {
+  const Json* a = OpGraph::Arg(n, i, kw);
+  if (!a || !a->is_number()) return std::nullopt;
+  return a->get<double>();
+}
+
+/// An elementwise op that never decreases as its input grows, so it
+/// commutes with a max: max(f(x)) == f(max(x)), NaN kept either way.
+bool Nondecreasing(const GraphNode& n) {
+  static const std::set<std::string> kAlways = {"relu", "relu6", "hardtanh",  "sigmoid",
+                                                "tanh", "clamp", "clamp_min", "clamp_max"};
+  if (n.in.size() != 1 || n.out.size() != 1) return false;  // clamp by tensors: no
+  if (kAlways.count(n.base)) {
+    if (n.base == "hardtanh" || n.base == "clamp") {
+      auto lo = Num(n, 1, "min"), hi = Num(n, 2, "max");
+      return !(lo && hi && *lo > *hi);
+    }
+    return true;
+  }
+  if (n.base == "leaky_relu") return Num(n, 1, "negative_slope").value_or(0.01) >= 0;
+  if (n.base == "elu") {
+    // scale * alpha * (exp(x * input_scale) - 1) below 0, scale * x above.
+    const double alpha = Num(n, 1, "alpha").value_or(1), scale = Num(n, 2, "scale").value_or(1),
+                 input_scale = Num(n, 3, "input_scale").value_or(1);
+    return alpha >= 0 && scale >= 0 && input_scale >= 0;
+  }
+  return false;
+}
+
+/// Activation node -> the max pool that reads only its output, for each
+/// pair that can swap: the activation then runs on the pool's (smaller)
+/// output. The pool's indices must be unused (ties at ReLU's zero pick
+/// other positions), and the activation's input read by nothing else (an
+/// in-place activation changes it for every later reader).
+std::map<std::size_t, std::size_t> PoolFirstPairs(const OpGraph& g) {
+  static const std::set<std::string> kMaxPools = {"max_pool1d", "max_pool2d", "max_pool3d",
+                                                  "max_pool2d_with_indices",
+                                                  "max_pool3d_with_indices"};
+  std::map<std::size_t, std::size_t> pairs;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    const GraphNode& a = g.nodes[i];
+    if (!Nondecreasing(a) || g.IsOutput(a.out[0])) continue;
+    if (g.Consumers(a.in[0]).size() != 1 || g.IsOutput(a.in[0])) continue;
+    const auto readers = g.Consumers(a.out[0]);
+    if (readers.size() != 1 || !kMaxPools.count(readers[0]->base)) continue;
+    const GraphNode& p = *readers[0];
+    if (p.in.empty() || p.in[0] != a.out[0] || p.out.empty()) continue;
+    bool indices_used = false;
+    for (std::size_t j = 1; j < p.out.size(); ++j)
+      indices_used = indices_used || g.IsOutput(p.out[j]) || !g.Consumers(p.out[j]).empty();
+    if (indices_used) continue;
+    pairs[i] = static_cast<std::size_t>(p.index);
+  }
+  return pairs;
+}
+
+/// "relu_" -> "relu", "clamp_.Tensor" -> "clamp.Tensor": the op's
+/// out-of-place form.
+std::string OutOfPlace(const std::string& name) {
+  const std::size_t dot = name.find('.');
+  std::string base = name.substr(0, dot), rest = dot == std::string::npos ? "" : name.substr(dot);
+  if (base.size() > 1 && base.back() == '_' && base[base.size() - 2] != '_') base.pop_back();
+  return base + rest;
+}
+
 /// Emits the replay of captured nodes as Python lines of a forward whose
 /// parameters are in `_p`, buffers in `_b` and inputs in `args`.
 class Replay {
  public:
   Replay(const OpGraph& g, const ReplayOptions& o) : g_(g), o_(o) {
+    if (o_.pool_first)
+      for (const auto& [act, pool] : PoolFirstPairs(g_)) {
+        act_before_pool_[act] = pool;
+        act_after_pool_[pool] = act;
+      }
     if (!o_.channels_last) return;
     for (const GraphNode& n : g_.nodes)
       if (IsConv2d(n, g_)) conv_input_.insert(n.in[0]);
   }
+
+  /// How many activation-pool pairs the replay can swap (knob POOL_FIRST).
+  std::size_t PoolFirstCount() const { return act_before_pool_.size(); }
 
   std::string indent = "        ";
   std::string body;
@@ -162,6 +236,43 @@ class Replay {
   }
 
   bool Node(const GraphNode& n, std::string* why) {
+    const std::size_t i = static_cast<std::size_t>(n.index);
+    if (auto it = act_before_pool_.find(i); it != act_before_pool_.end()) {
+      // The activation waits for the pool (POOL_FIRST), or runs here.
+      for (int v : n.in)
+        if (!Bind(v)) {
+          *why = fmt::format("{} reads a constant made outside any op", n.op);
+          return false;
+        }
+      body += indent + "if POOL_FIRST:\n";
+      body += indent + fmt::format("    v{} = v{}\n", n.out[0], n.in[0]);
+      body += indent + "else:\n";
+      indent += "    ";
+      const bool ok = Call(n, "", why);
+      indent.resize(indent.size() - 4);
+      return ok;
+    }
+    if (!Call(n, "", why)) return false;
+    if (auto it = act_after_pool_.find(i); it != act_after_pool_.end()) {
+      const GraphNode& a = g_.nodes[it->second];
+      GraphNode moved = a;
+      moved.in = {n.out[0]};
+      moved.out = {n.out[0]};
+      moved.args[0] = Json{{"v", n.out[0]}};
+      body += indent + "if POOL_FIRST:\n";
+      indent += "    ";
+      const std::string name =
+          a.op.substr(a.op.find("::") == std::string::npos ? 0 : a.op.find("::") + 2);
+      const bool ok = Call(moved, OutOfPlace(name), why);
+      indent.resize(indent.size() - 4);
+      return ok;
+    }
+    return true;
+  }
+
+ private:
+  /// One op call; `as` replaces the op's name when not empty.
+  bool Call(const GraphNode& n, const std::string& as, std::string* why) {
     for (int v : n.in)
       if (!Bind(v)) {
         *why = fmt::format("{} reads a constant made outside any op", n.op);
@@ -204,12 +315,13 @@ class Replay {
       parts.push_back(key + "=" + x);
     }
     const std::string name =
-        as_reshape ? "reshape"
-                   : n.op.substr(n.op.find("::") == std::string::npos ? 0 : n.op.find("::") + 2);
+        !as.empty()  ? as
+        : as_reshape ? "reshape"
+                     : n.op.substr(n.op.find("::") == std::string::npos ? 0 : n.op.find("::") + 2);
     body += indent + fmt::format("_r = torch.ops.aten.{}({})\n", name, fmt::join(parts, ", "));
     if (n.out.size() == 1) {
-      body += indent +
-              fmt::format("v{} = _r[0] if isinstance(_r, (tuple, list)) else _r\n", n.out[0]);
+      body +=
+          indent + fmt::format("v{} = _r[0] if isinstance(_r, (tuple, list)) else _r\n", n.out[0]);
     } else {
       for (std::size_t j = 0; j < n.out.size(); ++j)
         body += indent + fmt::format("v{} = _r[{}]\n", n.out[j], j);
@@ -218,6 +330,7 @@ class Replay {
     return true;
   }
 
+ public:
   /// The fused tail's call: its inputs in NCHW order, its outputs allocated.
   bool Tail(const FusedKernel& k, std::string* why) {
     std::vector<std::string> ins;
@@ -251,8 +364,8 @@ class Replay {
                                    dtype, shape_src);
       outs.push_back(fmt::format("o{}", j));
     }
-    body += indent + fmt::format("_kopt_tail([{}], [{}])\n", fmt::join(ins, ", "),
-                                 fmt::join(outs, ", "));
+    body += indent +
+            fmt::format("_kopt_tail([{}], [{}])\n", fmt::join(ins, ", "), fmt::join(outs, ", "));
     body += indent + (outs.size() == 1 ? std::string("return o0\n")
                                        : fmt::format("return ({},)\n", fmt::join(outs, ", ")));
     return true;
@@ -283,6 +396,7 @@ class Replay {
   ReplayOptions o_;
   std::set<int> bound_;
   std::set<int> conv_input_;
+  std::map<std::size_t, std::size_t> act_before_pool_, act_after_pool_;
 };
 
 const char* kLayoutPrelude = R"PY(
@@ -335,7 +449,8 @@ const char* kLayoutMethods = R"PY(
 std::optional<std::string> ReplaySource(const OpGraph& g, const FusedKernel* tail,
                                         std::size_t tail_from, const std::string& task_source,
                                         const ReplayOptions& options, std::string* why) {
-  if (tail && (tail->shape_input < 0 || tail->shape_input >= static_cast<int>(tail->inputs.size()))) {
+  if (tail &&
+      (tail->shape_input < 0 || tail->shape_input >= static_cast<int>(tail->inputs.size()))) {
     *why = "the fused tail reads no input element by element, so its output shape is unknown";
     return std::nullopt;
   }
@@ -386,6 +501,12 @@ std::optional<std::string> ReplaySource(const OpGraph& g, const FusedKernel* tai
   src += task_source;
   if (!src.empty() && src.back() != '\n') src += "\n";
   if (options.channels_last) src += kLayoutPrelude;
+  if (r.PoolFirstCount() > 0)
+    src += fmt::format(
+        "\nPOOL_FIRST = 1  # kopt:knob POOL_FIRST 1 {{0,1}} {} activation(s) that never decrease "
+        "run after the max pool that follows them, on its smaller output (max(f(x)) == "
+        "f(max(x))); 0 keeps the order\n",
+        r.PoolFirstCount());
   if (tail) {
     src += "\n\n# ---- kopt: the fused tail ----\nimport kopt as _kopt_lib\n\n";
     if (options.channels_last)

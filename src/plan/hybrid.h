@@ -35,6 +35,10 @@ struct ReplayOptions {
   /// parameter changes (storage or version): only where the contract allows
   /// pre-transformed weights.
   bool reuse_weights = false;
+  /// A nondecreasing activation (ReLU, ReLU6, sigmoid, tanh, ...) whose only
+  /// reader is a max pool with unused indices runs after the pool, on its
+  /// smaller output: max(f(x)) == f(max(x)). Adds the knob POOL_FIRST.
+  bool pool_first = false;
 };
 
 /// The forward replayed as PyTorch operators from the captured graph (a

@@ -46,7 +46,7 @@ std::optional<Generated> LibraryOption(const std::string& level, const std::stri
 }
 
 std::optional<PlanOption> ChannelsLastOption(const std::string& level, const std::string& stem,
-                                            bool reuse_weights = false) {
+                                             bool reuse_weights = false) {
   TaskBundle b;
   b.graph = ReadJsonFile(testing::SourceDir() / "tests" / "data" / "graphs" /
                          (level + "_" + stem + ".json"));
@@ -184,9 +184,72 @@ TEST(Hybrid, ConvolutionNetworksGetAChannelsLastReplayWithLayoutKnobs) {
               std::string::npos)
         << stem;
   }
+  // The small CNN's three ReLU -> max pool pairs swap (knob POOL_FIRST).
+  const std::string cnn = ChannelsLastOption("level3", "05_small_cnn")->candidate.source;
+  EXPECT_NE(cnn.find("\nPOOL_FIRST = 1  # kopt:knob POOL_FIRST 1 {0,1} 3 activation(s)"),
+            std::string::npos);
+  EXPECT_NE(cnn.find("if POOL_FIRST:\n            v12 = v11\n"), std::string::npos) << cnn;
+  EXPECT_NE(cnn.find("torch.ops.aten.relu(v13)"), std::string::npos) << cnn;
   // No convolution, no channels-last option.
   EXPECT_FALSE(ChannelsLastOption("level2", "01_linear_gelu_scale"));
   EXPECT_FALSE(ChannelsLastOption("level3", "01_mlp"));
+}
+
+/// conv -> ACT -> max_pool2d_with_indices, the pool's values returned (and
+/// its indices too when `return_indices`).
+OpGraph ConvActPool(const std::string& act, const Json& act_args, bool return_indices) {
+  auto abi = [](int i, const char* role, const char* name) {
+    Json s = {{"kind", "abi"}, {"index", i}, {"role", role}};
+    if (*name) s["name"] = name;
+    return s;
+  };
+  auto op = [](int node, int out) { return Json{{"kind", "op"}, {"node", node}, {"output", out}}; };
+  Json v = Json::array();
+  v.push_back({{"dtype", "float32"}, {"shape", {2, 4, 8, 8}}, {"source", abi(0, "input", "")}});
+  v.push_back({{"dtype", "float32"}, {"shape", {8, 4, 3, 3}}, {"source", abi(1, "param", "w")}});
+  v.push_back({{"dtype", "float32"}, {"shape", {2, 8, 6, 6}}, {"source", op(0, 0)}});
+  v.push_back({{"dtype", "float32"}, {"shape", {2, 8, 6, 6}}, {"source", op(1, 0)}});
+  v.push_back({{"dtype", "float32"}, {"shape", {2, 8, 3, 3}}, {"source", op(2, 0)}});
+  v.push_back({{"dtype", "int64"}, {"shape", {2, 8, 3, 3}}, {"source", op(2, 1)}});
+  Json args = Json::array({Json{{"v", 2}}});
+  for (const Json& a : act_args) args.push_back(a);
+  Json nodes = Json::array();
+  nodes.push_back(
+      {{"op", "aten::convolution"},
+       {"args",
+        {Json{{"v", 0}}, Json{{"v", 1}}, nullptr, {1, 1}, {0, 0}, {1, 1}, false, {0, 0}, 1}},
+       {"in", {0, 1}},
+       {"out", {2}}});
+  nodes.push_back({{"op", "aten::" + act}, {"args", args}, {"in", {2}}, {"out", {3}}});
+  nodes.push_back({{"op", "aten::max_pool2d_with_indices"},
+                   {"args", {Json{{"v", 3}}, {2, 2}, {2, 2}}},
+                   {"in", {3}},
+                   {"out", {4, 5}}});
+  Json outputs = return_indices ? Json::array({4, 5}) : Json::array({4});
+  return *OpGraphFromJson(
+      Json{{"version", 2}, {"values", v}, {"nodes", nodes}, {"outputs", outputs}});
+}
+
+TEST(Hybrid, OnlyANondecreasingActivationWithUnusedIndicesRunsAfterTheMaxPool) {
+  auto pool_first = [](const OpGraph& g) {
+    ReplayOptions ro;
+    ro.channels_last = true;
+    ro.pool_first = true;
+    std::string why;
+    auto src = ReplaySource(g, nullptr, 0, "class Model: pass\n", ro, &why);
+    EXPECT_TRUE(src) << why;
+    return src && src->find("\nPOOL_FIRST = 1") != std::string::npos;
+  };
+  EXPECT_TRUE(pool_first(ConvActPool("relu_", Json::array(), false)));
+  EXPECT_TRUE(pool_first(ConvActPool("hardtanh", Json::array({0.0, 6.0}), false)));
+  EXPECT_TRUE(pool_first(ConvActPool("leaky_relu", Json::array({0.2}), false)));
+  EXPECT_TRUE(pool_first(ConvActPool("sigmoid", Json::array(), false)));
+  // Not monotone, or a negative slope: max(f(x)) != f(max(x)).
+  EXPECT_FALSE(pool_first(ConvActPool("gelu", Json::array(), false)));
+  EXPECT_FALSE(pool_first(ConvActPool("silu", Json::array(), false)));
+  EXPECT_FALSE(pool_first(ConvActPool("leaky_relu", Json::array({-0.5}), false)));
+  // The indices are returned: ReLU's ties at zero would move them.
+  EXPECT_FALSE(pool_first(ConvActPool("relu", Json::array(), true)));
 }
 
 TEST(Hybrid, TheChannelsLastReplayComputesWhatTheModelDoesAtEveryLayoutKnob) {
@@ -196,11 +259,10 @@ TEST(Hybrid, TheChannelsLastReplayComputesWhatTheModelDoesAtEveryLayoutKnob) {
     GTEST_SKIP() << "no python with torch";
   const fs::path dir = testing::ScratchDir("channels-last-replay");
   fs::create_directories(dir / "stub" / "kopt");
-  std::ofstream(dir / "stub" / "kopt" / "__init__.py")
-      << "def load_cuda(src, *a, **k):\n"
-         "    def run(ins, outs):\n"
-         "        for o in outs: o.zero_()\n"
-         "    return run\n";
+  std::ofstream(dir / "stub" / "kopt" / "__init__.py") << "def load_cuda(src, *a, **k):\n"
+                                                          "    def run(ins, outs):\n"
+                                                          "        for o in outs: o.zero_()\n"
+                                                          "    return run\n";
   // Same parameters; two calls (BatchNorm's running statistics move twice);
   // outputs NCHW-contiguous and equal to the Model's; then a weight changed
   // in place must reach the next call (a kept NHWC copy is remade).
@@ -209,7 +271,8 @@ TEST(Hybrid, TheChannelsLastReplayComputesWhatTheModelDoesAtEveryLayoutKnob) {
          "src = open(sys.argv[1]).read()\n"
          "for kv in sys.argv[2:]:\n"
          "    k, v = kv.split('=')\n"
-         "    src, n = re.subn(r'^%s = 1  # kopt:knob %s 1' % (k, k), '%s = %s  # kopt:knob %s %s' % "
+         "    src, n = re.subn(r'^%s = 1  # kopt:knob %s 1' % (k, k), '%s = %s  # kopt:knob %s %s' "
+         "% "
          "(k, v, k, v), src, flags=re.M)\n"
          "    assert n == 1, k\n"
          "open(sys.argv[1] + '.set.py', 'w').write(src)\n"
@@ -220,7 +283,8 @@ TEST(Hybrid, TheChannelsLastReplayComputesWhatTheModelDoesAtEveryLayoutKnob) {
          "x = [t[:2] if t.dim() > 1 else t for t in m['get_inputs']()]\n"
          "def same(a, b, what):\n"
          "    assert a.shape == b.shape, (what, a.shape, b.shape)\n"
-         "    assert torch.allclose(a, b, rtol=1e-3, atol=1e-4), (what, (a - b).abs().max().item())\n"
+         "    assert torch.allclose(a, b, rtol=1e-3, atol=1e-4), (what, (a - "
+         "b).abs().max().item())\n"
          "zero = 'FUSED_TAIL=1' in sys.argv\n"
          "with torch.no_grad():\n"
          "    for call in range(2):\n"
@@ -243,14 +307,17 @@ TEST(Hybrid, TheChannelsLastReplayComputesWhatTheModelDoesAtEveryLayoutKnob) {
       const fs::path file = dir / (stem + (reuse ? "_reuse" : "") + ".py");
       std::ofstream(file) << o->candidate.source;
       std::vector<std::string> settings = {"CHANNELS_LAST=1", "CHANNELS_LAST=0"};
-      if (tail) settings = {"CHANNELS_LAST=1 FUSED_TAIL=0", "CHANNELS_LAST=0 FUSED_TAIL=0",
-                            "CHANNELS_LAST=1 FUSED_TAIL=1"};
+      if (tail)
+        settings = {"CHANNELS_LAST=1 FUSED_TAIL=0", "CHANNELS_LAST=0 FUSED_TAIL=0",
+                    "CHANNELS_LAST=1 FUSED_TAIL=1"};
+      if (o->candidate.source.find("\nPOOL_FIRST = 1") != std::string::npos)
+        settings.push_back("CHANNELS_LAST=1 POOL_FIRST=0");
       if (reuse) settings.resize(1);
       for (const std::string& set : settings) {
         const fs::path log = dir / fmt::format("{}.log", n++);
-        const std::string cmd = "cd " + dir.string() + " && PYTHONPATH=" +
-                                (dir / "stub").string() + " " + python + " check.py " +
-                                file.string() + " " + set + " > " + log.string() + " 2>&1";
+        const std::string cmd = "cd " + dir.string() + " && PYTHONPATH=" + (dir / "stub").string() +
+                                " " + python + " check.py " + file.string() + " " + set + " > " +
+                                log.string() + " 2>&1";
         EXPECT_EQ(std::system(cmd.c_str()), 0)
             << stem << " " << set << (reuse ? " (weights kept)" : "") << "\n"
             << ReadTextFile(log);

@@ -240,6 +240,7 @@ std::optional<PlanOption> ChannelsLastReplay(const OpGraph& g, const PlanInputs&
   ReplayOptions ro;
   ro.channels_last = true;
   ro.reuse_weights = in.contract.pre_transform_weights.value_or(false);
+  ro.pool_first = true;
   std::optional<std::pair<std::size_t, FusedKernel>> tail;
   std::optional<std::string> src;
   std::string why;
@@ -260,8 +261,7 @@ std::optional<PlanOption> ChannelsLastReplay(const OpGraph& g, const PlanInputs&
   }
   int convs = 0;
   for (const GraphNode& n : g.nodes) convs += n.base.find("conv") != std::string::npos ? 1 : 0;
-  const auto tail_ops =
-      tail ? OpNames(g, tail->first, g.nodes.size()) : std::vector<std::string>{};
+  const auto tail_ops = tail ? OpNames(g, tail->first, g.nodes.size()) : std::vector<std::string>{};
   PlanOption o;
   o.space = "library";
   o.label = "PyTorch ops, convolutions channels-last with cuDNN algorithm search";
@@ -271,13 +271,17 @@ std::optional<PlanOption> ChannelsLastReplay(const OpGraph& g, const PlanInputs&
       "(no transposes around each call), with the algorithm timed once per shape; the input "
       "and weights convert once, the output back to NCHW{}",
       convs,
-      tail ? fmt::format("; {} run as one {} kernel", fmt::join(tail_ops, " -> "), tail->second.kind)
-           : std::string());
+      tail
+          ? fmt::format("; {} run as one {} kernel", fmt::join(tail_ops, " -> "), tail->second.kind)
+          : std::string());
   o.candidate.kind = CandidateKind::kHybrid;
   o.candidate.source = *src;
   o.candidate.name = in.task_stem + "[channels-last]";
+  const bool pool_first = src->find("\nPOOL_FIRST = 1") != std::string::npos;
+  if (pool_first) o.about += "; an activation before a max pool runs after it, on 1/k of the data";
   o.detail = {{"space", "library"},
               {"channels_last", true},
+              {"pool_first", pool_first},
               {"convolutions", convs},
               {"reuse_weights", ro.reuse_weights},
               {"tail_ops", tail_ops}};
@@ -351,8 +355,7 @@ void AddGraphed(const OpGraph& g, const PlanInputs& in, Plan* plan) {
   std::vector<PlanOption> add;
   for (const PlanOption& o : plan->options)
     if (o.space == "library+fused" || o.space == "library")
-      add.push_back(
-          make(&o, "CUDA graph over " + o.label, "the " + o.space + " hybrid replayed"));
+      add.push_back(make(&o, "CUDA graph over " + o.label, "the " + o.space + " hybrid replayed"));
   add.push_back(
       make(nullptr, "CUDA graph over the reference", "the reference's own operators replayed"));
   // They lead the plan unless another option is estimated faster.
@@ -897,7 +900,8 @@ Plan MakePlan(const PlanInputs& in) {
       plan.notes.push_back("no single fused kernel: " + f.why_not);
       // Convolutions in NHWC first: cuDNN's TF32 tensor-core kernels read
       // that layout, and in NCHW it transposes around each call.
-      if (auto o = ChannelsLastReplay(*graph, in, &plan.notes)) plan.options.push_back(std::move(*o));
+      if (auto o = ChannelsLastReplay(*graph, in, &plan.notes))
+        plan.options.push_back(std::move(*o));
       if (auto o = LibraryWithFusedTail(*graph, in, &plan.notes))
         plan.options.push_back(std::move(*o));
     }
