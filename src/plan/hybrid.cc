@@ -62,9 +62,50 @@ bool Py(const Json& a, const OpGraph& g, std::string* out, std::string* why) {
   return true;
 }
 
+/// The sizes of a view of `x` (shape `in`) to shape `o`, written from x's
+/// shape at run time: dims that `o` shares with `in`, aligned from the right
+/// (trailing dims kept) or from the left (leading dims kept, flatten), are
+/// read from x, size-1 dims stay 1 and one other dim is -1. With
+/// `literals`, dims past that one keep their captured sizes; without,
+/// nullopt when a second dim would need one.
+std::optional<std::string> ViewDims(const std::string& x, const std::vector<long long>& in,
+                                    const std::vector<long long>& o, bool literals) {
+  std::optional<std::vector<std::string>> best;
+  int best_literals = 0;
+  for (bool from_right : {true, false}) {
+    std::vector<std::string> dims(o.size());
+    int unknown = 0, lits = 0;
+    for (std::size_t k = 0; k < o.size(); ++k) {
+      const std::size_t i = from_right ? o.size() - 1 - k : k;
+      const long long j = from_right ? static_cast<long long>(in.size()) -
+                                           static_cast<long long>(o.size() - i)
+                                     : static_cast<long long>(i);
+      if (unknown == 0 && j >= 0 && j < static_cast<long long>(in.size()) &&
+          in[static_cast<std::size_t>(j)] == o[i] && o[i] != 1) {
+        dims[i] = fmt::format("{}.shape[{}]", x, j);
+      } else if (o[i] == 1) {
+        dims[i] = "1";
+      } else if (unknown == 0) {
+        dims[i] = "-1";
+        unknown = 1;
+      } else {
+        dims[i] = std::to_string(o[i]);
+        ++lits;
+      }
+    }
+    if (lits > 0 && !literals) continue;
+    if (!best || lits < best_literals) {
+      best = dims;
+      best_literals = lits;
+    }
+  }
+  if (!best) return std::nullopt;
+  return "[" + fmt::format("{}", fmt::join(*best, ", ")) + "]";
+}
+
 /// Arguments derived from the input's shape, written from the shape at run
 /// time so the replay holds at any size (the verifier's second shape):
-/// view/reshape sizes, group norm's N, C and HxW, layer norm's
+/// view/reshape and expand sizes, group norm's N, C and HxW, layer norm's
 /// normalized_shape. Empty: none of those (write the captured values).
 std::map<std::size_t, std::string> ShapeArgs(const GraphNode& n, const OpGraph& g) {
   std::map<std::size_t, std::string> out;
@@ -74,37 +115,18 @@ std::map<std::size_t, std::string> ShapeArgs(const GraphNode& n, const OpGraph& 
   if ((n.base == "view" || n.base == "_unsafe_view" || n.base == "_reshape_alias" ||
        n.base == "reshape") &&
       !n.out.empty()) {
+    if (auto dims = ViewDims(x, in_shape, g.Value(n.out[0]).shape, false)) out[1] = *dims;
+  } else if (n.base == "expand" && !n.out.empty()) {
+    // -1 keeps a dim; only the broadcast ones keep their captured sizes.
     const auto& o = g.Value(n.out[0]).shape;
     std::vector<std::string> dims;
-    int unknown = 0;
     for (std::size_t i = 0; i < o.size(); ++i) {
       const long long j =
           static_cast<long long>(in_shape.size()) - static_cast<long long>(o.size() - i);
-      if (j >= 0 && in_shape[static_cast<std::size_t>(j)] == o[i] && o[i] != 1) {
-        dims.push_back(fmt::format("{}.shape[{}]", x, j));
-      } else if (o[i] == 1) {
-        dims.push_back("1");
-      } else {
-        dims.push_back("-1");
-        ++unknown;
-      }
+      dims.push_back(j >= 0 && in_shape[static_cast<std::size_t>(j)] == o[i] ? "-1"
+                                                                             : std::to_string(o[i]));
     }
-    if (unknown > 1) {
-      // Leading dims kept (flatten(x, 1): [N, C, H, W] -> [N, C*H*W]).
-      dims.clear();
-      unknown = 0;
-      for (std::size_t i = 0; i < o.size(); ++i) {
-        if (i < in_shape.size() && in_shape[i] == o[i] && o[i] != 1 && unknown == 0) {
-          dims.push_back(fmt::format("{}.shape[{}]", x, i));
-        } else if (o[i] == 1) {
-          dims.push_back("1");
-        } else {
-          dims.push_back("-1");
-          ++unknown;
-        }
-      }
-    }
-    if (unknown <= 1) out[1] = "[" + fmt::format("{}", fmt::join(dims, ", ")) + "]";
+    out[1] = "[" + fmt::format("{}", fmt::join(dims, ", ")) + "]";
   } else if (n.base == "native_group_norm" && in_shape.size() >= 2) {
     out[3] = x + ".shape[0]";
     out[4] = x + ".shape[1]";
@@ -184,6 +206,156 @@ std::map<std::size_t, std::size_t> PoolFirstPairs(const OpGraph& g) {
   return pairs;
 }
 
+/// Ops that only change how a value is laid out or viewed.
+bool LayoutOnly(const GraphNode& n) {
+  static const std::set<std::string> k = {"expand", "clone",   "_unsafe_view", "view",
+                                          "_reshape_alias", "reshape", "contiguous", "alias",
+                                          "detach"};
+  return k.count(n.base) && !n.in.empty() && n.out.size() == 1;
+}
+
+/// Back from `id` through layout-only ops (recorded in `nodes`) to the
+/// value they start from.
+int Through(const OpGraph& g, int id, std::set<std::size_t>* nodes) {
+  while (const GraphNode* p = g.Producer(id)) {
+    if (!LayoutOnly(*p)) break;
+    nodes->insert(static_cast<std::size_t>(p->index));
+    id = p->in[0];
+  }
+  return id;
+}
+
+/// The one reader of `id`, or nullptr.
+const GraphNode* OnlyReader(const OpGraph& g, int id) {
+  const auto r = g.Consumers(id);
+  return r.size() == 1 && !g.IsOutput(id) ? r[0] : nullptr;
+}
+
+/// The pair of dims a transpose swaps, made non-negative for `rank`.
+std::optional<std::pair<long long, long long>> Swapped(const GraphNode& n, std::size_t rank) {
+  if (n.base != "transpose" || n.args.size() < 3 || !n.args[1].is_number_integer() ||
+      !n.args[2].is_number_integer())
+    return std::nullopt;
+  long long a = n.args[1].get<long long>(), b = n.args[2].get<long long>();
+  const long long r = static_cast<long long>(rank);
+  if (a < 0) a += r;
+  if (b < 0) b += r;
+  return std::make_pair(std::min(a, b), std::max(a, b));
+}
+
+}  // namespace
+
+std::vector<AttentionRegion> AttentionRegions(const OpGraph& g) {
+  std::vector<AttentionRegion> out;
+  for (const GraphNode& sm : g.nodes) {
+    if ((sm.base != "_softmax" && sm.base != "softmax") || sm.in.size() != 1) continue;
+    const auto& sshape = g.Value(sm.in[0]).shape;
+    const std::size_t rank = sshape.size();
+    const Json* dim = OpGraph::Arg(sm, 1, "dim");
+    if (rank < 3 || !dim || !dim->is_number_integer() ||
+        (dim->get<long long>() != -1 && dim->get<long long>() != static_cast<long long>(rank) - 1))
+      continue;
+    AttentionRegion r;
+    r.nodes.insert(static_cast<std::size_t>(sm.index));
+    int x = sm.in[0];
+    // An upper-triangular mask of ones above the diagonal, filled with -inf.
+    const GraphNode* p = g.Producer(x);
+    if (p && p->base == "masked_fill" && p->in.size() == 2) {
+      const Json* fill = OpGraph::Arg(*p, 2, "value");
+      const bool minus_inf =
+          fill && ((fill->is_string() && fill->get<std::string>() == "-inf") ||
+                   (fill->is_number() && std::isinf(fill->get<double>()) && fill->get<double>() < 0));
+      const GraphNode* tri = g.Producer(Through(g, p->in[1], &r.nodes));
+      if (!minus_inf || !tri || tri->base != "triu" || tri->in.size() != 1) continue;
+      const Json* diag = OpGraph::Arg(*tri, 1, "diagonal");
+      if (!diag || !diag->is_number_integer() || diag->get<long long>() != 1) continue;
+      const GraphNode* ones = g.Producer(Through(g, tri->in[0], &r.nodes));
+      if (!ones || ones->base != "ones") continue;
+      const auto& m = g.Value(tri->out[0]).shape;
+      if (m.size() != 2 || m[0] != sshape[rank - 2] || m[1] != sshape[rank - 1] || m[0] != m[1])
+        continue;
+      r.nodes.insert({static_cast<std::size_t>(p->index), static_cast<std::size_t>(tri->index),
+                      static_cast<std::size_t>(ones->index)});
+      r.causal = true;
+      x = p->in[0];
+      p = g.Producer(x);
+    }
+    // A constant scale.
+    r.scale = 1.0;
+    if (p && (p->base == "mul" || p->base == "div") && p->in.size() == 1 && p->args.size() > 1 &&
+        p->args[1].is_number() && p->args[1].get<double>() != 0) {
+      r.scale = p->base == "mul" ? p->args[1].get<double>() : 1.0 / p->args[1].get<double>();
+      r.nodes.insert(static_cast<std::size_t>(p->index));
+      x = p->in[0];
+    }
+    // Q K^T as a batched matrix product.
+    const GraphNode* mm1 = g.Producer(Through(g, x, &r.nodes));
+    if (!mm1 || (mm1->base != "bmm" && mm1->base != "matmul") || mm1->in.size() != 2) continue;
+    r.nodes.insert(static_cast<std::size_t>(mm1->index));
+    r.q = Through(g, mm1->in[0], &r.nodes);
+    const GraphNode* kt = g.Producer(Through(g, mm1->in[1], &r.nodes));
+    if (!kt) continue;
+    const std::size_t krank = g.Value(kt->out[0]).shape.size();
+    const auto sw = Swapped(*kt, krank);
+    if (!sw || krank < 3 || sw->first != static_cast<long long>(krank) - 2 ||
+        sw->second != static_cast<long long>(krank) - 1)
+      continue;
+    r.nodes.insert(static_cast<std::size_t>(kt->index));
+    r.k = kt->in[0];
+    // softmax -> (layout) -> P V.
+    int y = sm.out[0];
+    const GraphNode* c = OnlyReader(g, y);
+    while (c && LayoutOnly(*c)) {
+      r.nodes.insert(static_cast<std::size_t>(c->index));
+      y = c->out[0];
+      c = OnlyReader(g, y);
+    }
+    if (!c || (c->base != "bmm" && c->base != "matmul") || c->in.size() != 2 || c->in[0] != y)
+      continue;
+    r.nodes.insert(static_cast<std::size_t>(c->index));
+    r.v = Through(g, c->in[1], &r.nodes);
+    const auto& Q = g.Value(r.q).shape;
+    const auto& K = g.Value(r.k).shape;
+    const auto& V = g.Value(r.v).shape;
+    if (Q.size() < 3 || K.size() != Q.size() || V.size() != Q.size()) continue;
+    std::vector<long long> want(Q.begin(), Q.end() - 1);
+    want.push_back(V.back());
+    bool lead = true;
+    for (std::size_t i = 0; i + 2 < Q.size(); ++i) lead = lead && Q[i] == K[i] && K[i] == V[i];
+    if (!lead || Q.back() != K.back() || K[K.size() - 2] != V[V.size() - 2]) continue;
+    // The product's layout ops up to the value of the attention's shape.
+    y = c->out[0];
+    while (g.Value(y).shape != want) {
+      const GraphNode* n = OnlyReader(g, y);
+      if (!n || !LayoutOnly(*n) || n->base == "expand") break;
+      r.nodes.insert(static_cast<std::size_t>(n->index));
+      y = n->out[0];
+    }
+    if (g.Value(y).shape != want) continue;
+    r.out = y;
+    r.last = static_cast<std::size_t>(g.Producer(y)->index);
+    // Nothing outside the region reads what it makes, but its result.
+    bool closed = true;
+    for (std::size_t i : r.nodes) {
+      if (i > r.last) closed = false;
+      for (int o : g.nodes[i].out) {
+        if (o == r.out) continue;
+        if (g.IsOutput(o)) closed = false;
+        for (const GraphNode* u : g.Consumers(o))
+          closed = closed && r.nodes.count(static_cast<std::size_t>(u->index));
+      }
+    }
+    // Q, K and V come from outside it.
+    for (int v : {r.q, r.k, r.v})
+      if (const GraphNode* n = g.Producer(v); n && r.nodes.count(static_cast<std::size_t>(n->index)))
+        closed = false;
+    if (closed) out.push_back(std::move(r));
+  }
+  return out;
+}
+
+namespace {
+
 /// "relu_" -> "relu", "clamp_.Tensor" -> "clamp.Tensor": the op's
 /// out-of-place form.
 std::string OutOfPlace(const std::string& name) {
@@ -198,6 +370,15 @@ std::string OutOfPlace(const std::string& name) {
 class Replay {
  public:
   Replay(const OpGraph& g, const ReplayOptions& o) : g_(g), o_(o) {
+    if (o_.sdpa)
+      for (AttentionRegion& a : AttentionRegions(g_)) {
+        for (std::size_t i : a.nodes) {
+          in_attention_.insert(i);
+          for (int v : g_.nodes[i].out)
+            if (v != a.out) hidden_.insert(v);
+        }
+        attention_at_[a.last] = std::move(a);
+      }
     if (o_.pool_first)
       for (const auto& [act, pool] : PoolFirstPairs(g_)) {
         act_before_pool_[act] = pool;
@@ -210,6 +391,8 @@ class Replay {
 
   /// How many activation-pool pairs the replay can swap (knob POOL_FIRST).
   std::size_t PoolFirstCount() const { return act_before_pool_.size(); }
+  /// How many attention regions become one fused call (knob SDPA).
+  std::size_t AttentionCount() const { return attention_at_.size(); }
 
   std::string indent = "        ";
   std::string body;
@@ -237,6 +420,27 @@ class Replay {
 
   bool Node(const GraphNode& n, std::string* why) {
     const std::size_t i = static_cast<std::size_t>(n.index);
+    if (in_attention_.count(i)) {
+      // The region's ops wait for its last one: then the fused call, or
+      // the ops as captured (knob SDPA).
+      auto at = attention_at_.find(i);
+      if (at == attention_at_.end()) return true;
+      const AttentionRegion& a = at->second;
+      for (int v : {a.q, a.k, a.v})
+        if (!Bind(v)) {
+          *why = "the attention reads a constant made outside any op";
+          return false;
+        }
+      body += indent + "if SDPA:\n";
+      body += indent + fmt::format("    v{} = _kopt_sdpa(v{}, v{}, v{}, {}, {:.17g})\n", a.out, a.q,
+                                   a.k, a.v, a.causal ? "True" : "False", a.scale);
+      body += indent + "else:\n";
+      indent += "    ";
+      for (std::size_t j : a.nodes)  // std::set: in graph order
+        if (!Call(g_.nodes[j], "", why)) return false;
+      indent.resize(indent.size() - 4);
+      return true;
+    }
     if (auto it = act_before_pool_.find(i); it != act_before_pool_.end()) {
       // The activation waits for the pool (POOL_FIRST), or runs here.
       for (int v : n.in)
@@ -271,6 +475,28 @@ class Replay {
   }
 
  private:
+  /// A view's sizes when its input's shape alone does not give them
+  /// ([B*T, 3C] -> [B, T, 3C]): from a value already bound that shares all
+  /// but at most one of the view's dims (its input before it was flattened), else
+  /// with the captured sizes past the one -1.
+  std::optional<std::string> ViewFromBound(const GraphNode& n) const {
+    const auto& o = g_.Value(n.out[0]).shape;
+    for (auto it = bound_.rbegin(); it != bound_.rend(); ++it) {
+      const GraphValue& u = g_.Value(*it);
+      if (u.shape.size() != o.size() || hidden_.count(*it)) continue;
+      int differ = 0;
+      for (std::size_t i = 0; i < o.size(); ++i) differ += u.shape[i] != o[i] ? 1 : 0;
+      if (differ > 1) continue;
+      std::vector<std::string> dims;
+      for (std::size_t i = 0; i < o.size(); ++i)
+        dims.push_back(u.shape[i] != o[i] ? "-1"
+                       : o[i] == 1        ? "1"
+                                          : fmt::format("v{}.shape[{}]", *it, i));
+      return "[" + fmt::format("{}", fmt::join(dims, ", ")) + "]";
+    }
+    return ViewDims(fmt::format("v{}", n.in[0]), g_.Value(n.in[0]).shape, o, true);
+  }
+
   /// One op call; `as` replaces the op's name when not empty.
   bool Call(const GraphNode& n, const std::string& as, std::string* why) {
     for (int v : n.in)
@@ -287,7 +513,9 @@ class Replay {
         kViews.count(n.base) && (o_.channels_last || n.base == "_reshape_alias");
     const bool conv = o_.channels_last && IsConv2d(n, g_);
     std::vector<std::string> parts;
-    const auto shaped = ShapeArgs(n, g_);
+    auto shaped = ShapeArgs(n, g_);
+    if (kViews.count(n.base) && !shaped.count(1) && !n.out.empty())
+      if (auto dims = ViewFromBound(n)) shaped[1] = *dims;
     for (std::size_t ai = 0; ai < n.args.size(); ++ai) {
       if (as_reshape && ai > 1) break;
       std::string x;
@@ -311,6 +539,12 @@ class Replay {
         return false;
       }
       std::string x;
+      // A tensor made inside the forward goes where its inputs are (the
+      // graph may have been recorded on the meta device).
+      if (key == "device" && !a.is_null()) {
+        parts.push_back("device=_kopt_dev");
+        continue;
+      }
       if (!Py(a, g_, &x, why)) return false;
       parts.push_back(key + "=" + x);
     }
@@ -397,6 +631,9 @@ class Replay {
   std::set<int> bound_;
   std::set<int> conv_input_;
   std::map<std::size_t, std::size_t> act_before_pool_, act_after_pool_;
+  std::set<std::size_t> in_attention_;
+  std::set<int> hidden_;  ///< values bound on one branch only (inside an attention region)
+  std::map<std::size_t, AttentionRegion> attention_at_;  ///< by its last node
 };
 
 const char* kLayoutPrelude = R"PY(
@@ -416,6 +653,26 @@ def _kopt_cl(t):
 def _kopt_out(t):
     # The reference returns NCHW-contiguous tensors: so does the replay.
     return t.contiguous() if isinstance(t, _kopt_torch.Tensor) else t
+)PY";
+
+const char* kAttentionPrelude = R"PY(
+# ---- kopt: attention as one fused call ----
+import torch as _kopt_torch
+
+SDPA = 1  # kopt:knob SDPA 1 {{0,1}} {} attention region(s) (Q K^T, scale, causal mask, softmax, P V) as PyTorch's fused scaled_dot_product_attention, no score matrix in DRAM; 0 replays the ops
+
+
+def _kopt_sdpa(q, k, v, causal, scale):
+    f = getattr(_kopt_torch.nn.functional, "scaled_dot_product_attention", None)
+    if f is not None:
+        return f(q, k, v, is_causal=causal, scale=scale)
+    # A torch without it (before 2.0): the same math, unfused.
+    a = _kopt_torch.matmul(q, k.transpose(-2, -1)) * scale
+    if causal:
+        n, m = a.shape[-2], a.shape[-1]
+        mask = _kopt_torch.ones(n, m, dtype=_kopt_torch.bool, device=a.device).triu(1)
+        a = a.masked_fill(mask, float("-inf"))
+    return _kopt_torch.matmul(_kopt_torch.softmax(a, dim=-1), v)
 )PY";
 
 const char* kLayoutMethods = R"PY(
@@ -489,11 +746,10 @@ std::optional<std::string> ReplaySource(const OpGraph& g, const FusedKernel* tai
   }
 
   std::string src =
-      options.channels_last
+      options.channels_last || options.sdpa || options.pool_first
           ? "# Generated by kopt's planner (src/plan/hybrid.cc): the forward replayed as PyTorch\n"
-            "# operators from the captured graph, its convolutions in channels-last order with\n"
-            "# cuDNN's algorithm search (knobs below); the task's own source follows, so ModelNew\n"
-            "# has the Model's parameters.\n"
+            "# operators from the captured graph, with the rewrites its knobs below name; the\n"
+            "# task's own source follows, so ModelNew has the Model's parameters.\n"
           : "# Generated by kopt's planner (src/plan/hybrid.cc): the ops before the tail run as "
             "PyTorch\n"
             "# operators, replayed from the captured graph; the tail is one generated kernel.\n"
@@ -501,6 +757,7 @@ std::optional<std::string> ReplaySource(const OpGraph& g, const FusedKernel* tai
   src += task_source;
   if (!src.empty() && src.back() != '\n') src += "\n";
   if (options.channels_last) src += kLayoutPrelude;
+  if (r.AttentionCount() > 0) src += fmt::format(fmt::runtime(kAttentionPrelude), r.AttentionCount());
   if (r.PoolFirstCount() > 0)
     src += fmt::format(
         "\nPOOL_FIRST = 1  # kopt:knob POOL_FIRST 1 {{0,1}} {} activation(s) that never decrease "
@@ -524,7 +781,8 @@ std::optional<std::string> ReplaySource(const OpGraph& g, const FusedKernel* tai
   }
   src +=
       "        _p = dict(self.named_parameters())\n"
-      "        _b = dict(self.named_buffers())\n";
+      "        _b = dict(self.named_buffers())\n"
+      "        _kopt_dev = next((a.device for a in args if isinstance(a, torch.Tensor)), None)\n";
   src += r.body;
   return src;
 }

@@ -9,7 +9,9 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "plan/fusion.h"
 #include "plan/op_graph.h"
@@ -39,7 +41,25 @@ struct ReplayOptions {
   /// reader is a max pool with unused indices runs after the pool, on its
   /// smaller output: max(f(x)) == f(max(x)). Adds the knob POOL_FIRST.
   bool pool_first = false;
+  /// Each attention region (AttentionRegions) as one call of PyTorch's
+  /// fused scaled_dot_product_attention. Adds the knob SDPA.
+  bool sdpa = false;
 };
+
+/// Attention written out as ops: softmax over the last dim of
+/// scale * (Q K^T), optionally masked with -inf above the diagonal
+/// (masked_fill by triu(ones(T, T), 1)), times V, with only layout ops
+/// (expand, clone, views) between, nothing outside reading what it makes
+/// but its result.
+struct AttentionRegion {
+  int q = -1, k = -1, v = -1;  ///< value ids, [..., T, D] each
+  int out = -1;                ///< the result, [..., Tq, Dv]
+  bool causal = false;
+  double scale = 1.0;
+  std::set<std::size_t> nodes;  ///< the ops it replaces, by index
+  std::size_t last = 0;         ///< the node that makes `out`
+};
+std::vector<AttentionRegion> AttentionRegions(const OpGraph& g);
 
 /// The forward replayed as PyTorch operators from the captured graph (a
 /// KernelBench ModelNew subclassing the task's Model); with `tail`, the

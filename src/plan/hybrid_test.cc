@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -70,6 +71,13 @@ const std::vector<std::tuple<std::string, std::string, bool>> kConvTasks = {
     {"level2", "04_conv2d_groupnorm_tanh_hardswish_residual", true},
     {"level3", "02_resnet_basic_block", true},
     {"level3", "05_small_cnn", false}};
+
+/// ... and those whose library replay fuses attention.
+const std::vector<std::tuple<std::string, std::string, bool>> kReplayTasks = [] {
+  auto v = kConvTasks;
+  v.emplace_back("level3", "03_transformer_block", false);
+  return v;
+}();
 
 const std::vector<std::string> kLevel2 = {"01_linear_gelu_scale",
                                           "02_conv2d_relu_biasadd",
@@ -190,9 +198,41 @@ TEST(Hybrid, ConvolutionNetworksGetAChannelsLastReplayWithLayoutKnobs) {
             std::string::npos);
   EXPECT_NE(cnn.find("if POOL_FIRST:\n            v12 = v11\n"), std::string::npos) << cnn;
   EXPECT_NE(cnn.find("torch.ops.aten.relu(v13)"), std::string::npos) << cnn;
-  // No convolution, no channels-last option.
+  // No convolution and no attention, no library replay.
   EXPECT_FALSE(ChannelsLastOption("level2", "01_linear_gelu_scale"));
   EXPECT_FALSE(ChannelsLastOption("level3", "01_mlp"));
+}
+
+TEST(Hybrid, WrittenOutAttentionBecomesOneFusedCall) {
+  auto o = ChannelsLastOption("level3", "03_transformer_block");
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->candidate.name, "03_transformer_block[library]");
+  EXPECT_EQ(o->detail.value("attention", 0), 1);
+  EXPECT_FALSE(o->detail.value("channels_last", true));
+  const std::string& src = o->candidate.source;
+  EXPECT_NE(src.find("SDPA = 1  # kopt:knob SDPA 1 {0,1} 1 attention region(s)"),
+            std::string::npos);
+  // q, k, v after their head transposes; causal; scale 1/sqrt(64).
+  EXPECT_NE(src.find("v50 = _kopt_sdpa(v24, v26, v28, True, 0.125)"), std::string::npos) << src;
+  EXPECT_EQ(src.find("CHANNELS_LAST"), std::string::npos);
+  // The mask made inside the forward goes to the inputs' device, not the
+  // capture's (meta).
+  EXPECT_NE(src.find("torch.ops.aten.ones([1024, 1024], device=_kopt_dev"), std::string::npos);
+  EXPECT_EQ(src.find("'meta'"), std::string::npos);
+  const auto regions = AttentionRegions(
+      *OpGraphFromJson(ReadJsonFile(testing::SourceDir() / "tests" / "data" / "graphs" /
+                                    "level3_03_transformer_block.json")));
+  ASSERT_EQ(regions.size(), 1u);
+  EXPECT_EQ(regions[0].nodes.size(), 22u);  // nodes 12..33
+  EXPECT_EQ(*regions[0].nodes.begin(), 12u);
+  EXPECT_EQ(regions[0].last, 33u);
+  // [B*T, 3C] -> [B, T, 3C] after the GEMM: B and T come from a value
+  // with those leading dims, so another batch size works.
+  EXPECT_TRUE(std::regex_search(
+      src, std::regex(R"(torch\.ops\.aten\.view\(v18, \[v\d+\.shape\[0\], v\d+\.shape\[1\], -1\]\))")))
+      << src;
+  // Expands keep the dims they do not broadcast (-1).
+  EXPECT_NE(src.find("torch.ops.aten.expand(v24, [-1, -1, -1, -1])"), std::string::npos);
 }
 
 /// conv -> ACT -> max_pool2d_with_indices, the pool's values returned (and
@@ -252,7 +292,7 @@ TEST(Hybrid, OnlyANondecreasingActivationWithUnusedIndicesRunsAfterTheMaxPool) {
   EXPECT_FALSE(pool_first(ConvActPool("relu", Json::array(), true)));
 }
 
-TEST(Hybrid, TheChannelsLastReplayComputesWhatTheModelDoesAtEveryLayoutKnob) {
+TEST(Hybrid, TheLibraryReplayComputesWhatTheModelDoesAtEveryKnob) {
   const char* py = std::getenv("KOPT_PYTHON");
   const std::string python = py && *py ? py : "/usr/bin/python3";
   if (std::system((python + " -c 'import torch' > /dev/null 2>&1").c_str()) != 0)
@@ -280,7 +320,7 @@ TEST(Hybrid, TheChannelsLastReplayComputesWhatTheModelDoesAtEveryLayoutKnob) {
          "torch.manual_seed(0); new = m['ModelNew'](*m['get_init_inputs']())\n"
          "torch.manual_seed(0); ref = m['Model'](*m['get_init_inputs']())\n"
          "torch.manual_seed(1)\n"
-         "x = [t[:2] if t.dim() > 1 else t for t in m['get_inputs']()]\n"
+         "x = [t[:1] if t.dim() > 1 else t for t in m['get_inputs']()]\n"
          "def same(a, b, what):\n"
          "    assert a.shape == b.shape, (what, a.shape, b.shape)\n"
          "    assert torch.allclose(a, b, rtol=1e-3, atol=1e-4), (what, (a - "
@@ -294,13 +334,13 @@ TEST(Hybrid, TheChannelsLastReplayComputesWhatTheModelDoesAtEveryLayoutKnob) {
          "        a, b = new.state_dict(), ref.state_dict()\n"
          "        for k in a:\n"
          "            same(a[k].float(), b[k].float(), k)\n"
-         "    w = [p for p in new.parameters() if p.dim() == 4][0]\n"
+         "    w = [p for p in new.parameters() if p.dim() > 1][0]\n"
          "    w.mul_(-2)\n"
-         "    [p for p in ref.parameters() if p.dim() == 4][0].mul_(-2)\n"
+         "    [p for p in ref.parameters() if p.dim() > 1][0].mul_(-2)\n"
          "    if not zero: same(new(*x), ref(*x), 'output after a weight changed')\n"
          "print('ok')\n";
   int n = 0;
-  for (const auto& [level, stem, tail] : kConvTasks) {
+  for (const auto& [level, stem, tail] : kReplayTasks) {
     for (bool reuse : {false, true}) {
       auto o = ChannelsLastOption(level, stem, reuse);
       ASSERT_TRUE(o) << stem;
@@ -312,6 +352,7 @@ TEST(Hybrid, TheChannelsLastReplayComputesWhatTheModelDoesAtEveryLayoutKnob) {
                     "CHANNELS_LAST=1 FUSED_TAIL=1"};
       if (o->candidate.source.find("\nPOOL_FIRST = 1") != std::string::npos)
         settings.push_back("CHANNELS_LAST=1 POOL_FIRST=0");
+      if (o->candidate.source.find("\nSDPA = 1") != std::string::npos) settings = {"SDPA=1", "SDPA=0"};
       if (reuse) settings.resize(1);
       for (const std::string& set : settings) {
         const fs::path log = dir / fmt::format("{}.log", n++);

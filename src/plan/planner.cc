@@ -220,25 +220,29 @@ std::optional<PlanOption> LibraryWithFusedTail(const OpGraph& g, const PlanInput
   return std::nullopt;
 }
 
-/// The whole forward as PyTorch operators with its 2-D convolutions in
-/// channels-last (NHWC) order and cuDNN's algorithm search on, the longest
-/// fusable tail as one generated kernel where there is one: a hybrid
-/// candidate whose knobs (CHANNELS_LAST, CUDNN_BENCHMARK, FUSED_TAIL) let
-/// the tuner take each back.
-std::optional<PlanOption> ChannelsLastReplay(const OpGraph& g, const PlanInputs& in,
-                                             std::vector<std::string>* notes) {
+/// The whole forward as PyTorch operators, rewritten where an expert
+/// would: 2-D convolutions in channels-last (NHWC) order with cuDNN's
+/// algorithm search, attention written out as one fused
+/// scaled_dot_product_attention call, an activation before a max pool
+/// after it; the longest fusable tail as one generated kernel where there
+/// is one. A hybrid candidate whose knobs (CHANNELS_LAST, CUDNN_BENCHMARK,
+/// SDPA, POOL_FIRST, FUSED_TAIL) let the tuner take each rewrite back.
+std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
+                                        std::vector<std::string>* notes) {
   if (in.task_source.empty() || !in.contract.torch_ops) return std::nullopt;
-  if (const std::string why = WhyNotChannelsLast(g); !why.empty()) {
-    if (why.find("no 2-D convolution") == std::string::npos)
-      notes->push_back("no channels-last replay: " + why);
-    return std::nullopt;
-  }
-  if (const std::string refused = LibraryRefused(g, in, g.nodes.size()); !refused.empty()) {
-    notes->push_back("no channels-last replay: " + refused);
-    return std::nullopt;
-  }
   ReplayOptions ro;
-  ro.channels_last = true;
+  if (const std::string why = WhyNotChannelsLast(g); why.empty()) {
+    ro.channels_last = true;
+  } else if (why.find("no 2-D convolution") == std::string::npos) {
+    notes->push_back("no channels-last convolutions: " + why);
+  }
+  const auto attention = AttentionRegions(g);
+  ro.sdpa = !attention.empty();
+  if (!ro.channels_last && !ro.sdpa) return std::nullopt;
+  if (const std::string refused = LibraryRefused(g, in, g.nodes.size()); !refused.empty()) {
+    notes->push_back("no library replay: " + refused);
+    return std::nullopt;
+  }
   ro.reuse_weights = in.contract.pre_transform_weights.value_or(false);
   ro.pool_first = true;
   std::optional<std::pair<std::size_t, FusedKernel>> tail;
@@ -256,31 +260,52 @@ std::optional<PlanOption> ChannelsLastReplay(const OpGraph& g, const PlanInputs&
   }
   if (!src) src = ReplaySource(g, nullptr, 0, in.task_source, ro, &why);
   if (!src) {
-    notes->push_back("no channels-last replay: " + why);
+    notes->push_back("no library replay: " + why);
     return std::nullopt;
   }
   int convs = 0;
   for (const GraphNode& n : g.nodes) convs += n.base.find("conv") != std::string::npos ? 1 : 0;
+  const bool pool_first = src->find("\nPOOL_FIRST = 1") != std::string::npos;
   const auto tail_ops = tail ? OpNames(g, tail->first, g.nodes.size()) : std::vector<std::string>{};
+  std::vector<std::string> what, why_pays;
+  if (ro.channels_last) {
+    what.push_back("convolutions channels-last with cuDNN algorithm search");
+    why_pays.push_back(fmt::format(
+        "the {} convolution(s) run in NHWC, the layout cuDNN's tensor-core kernels read natively "
+        "(no transposes around each call), with the algorithm timed once per shape; the input "
+        "and weights convert once, the output back to NCHW",
+        convs));
+  }
+  if (ro.sdpa) {
+    what.push_back("attention as scaled_dot_product_attention");
+    const auto& a = attention.front();
+    const auto& q = g.Value(a.q).shape;
+    double score_mb = 4e-6;
+    for (std::size_t i = 0; i + 1 < q.size(); ++i) score_mb *= static_cast<double>(q[i]);
+    score_mb *= static_cast<double>(g.Value(a.k).shape[q.size() - 2]);
+    why_pays.push_back(fmt::format(
+        "{} attention region(s){} become one fused kernel that never writes the {:.0f} MB score "
+        "matrix (matmul, scale, mask, softmax and matmul each read or write it today)",
+        attention.size(), a.causal ? " (causal)" : "", score_mb));
+  }
+  if (pool_first) {
+    what.push_back("activations after max pools");
+    why_pays.push_back("an activation before a max pool runs after it, on 1/k of the data");
+  }
   PlanOption o;
   o.space = "library";
-  o.label = "PyTorch ops, convolutions channels-last with cuDNN algorithm search";
+  o.label = fmt::format("PyTorch ops, {}", fmt::join(what, ", "));
   if (tail) o.label += fmt::format(" + one kernel for {}", fmt::join(tail_ops, " -> "));
-  o.about = fmt::format(
-      "the {} convolution(s) run in NHWC, the layout cuDNN's tensor-core kernels read natively "
-      "(no transposes around each call), with the algorithm timed once per shape; the input "
-      "and weights convert once, the output back to NCHW{}",
-      convs,
-      tail
-          ? fmt::format("; {} run as one {} kernel", fmt::join(tail_ops, " -> "), tail->second.kind)
-          : std::string());
+  if (tail)
+    why_pays.push_back(
+        fmt::format("{} run as one {} kernel", fmt::join(tail_ops, " -> "), tail->second.kind));
+  o.about = fmt::format("{}", fmt::join(why_pays, "; "));
   o.candidate.kind = CandidateKind::kHybrid;
   o.candidate.source = *src;
-  o.candidate.name = in.task_stem + "[channels-last]";
-  const bool pool_first = src->find("\nPOOL_FIRST = 1") != std::string::npos;
-  if (pool_first) o.about += "; an activation before a max pool runs after it, on 1/k of the data";
+  o.candidate.name = in.task_stem + (ro.channels_last ? "[channels-last]" : "[library]");
   o.detail = {{"space", "library"},
-              {"channels_last", true},
+              {"channels_last", ro.channels_last},
+              {"attention", attention.size()},
               {"pool_first", pool_first},
               {"convolutions", convs},
               {"reuse_weights", ro.reuse_weights},
@@ -898,9 +923,10 @@ Plan MakePlan(const PlanInputs& in) {
       }
     } else {
       plan.notes.push_back("no single fused kernel: " + f.why_not);
-      // Convolutions in NHWC first: cuDNN's TF32 tensor-core kernels read
-      // that layout, and in NCHW it transposes around each call.
-      if (auto o = ChannelsLastReplay(*graph, in, &plan.notes))
+      // The expert's library rewrites first (convolutions in NHWC, where
+      // cuDNN's TF32 tensor-core kernels need no transposes; fused
+      // attention), then the plain replay with a fused tail.
+      if (auto o = LibraryReplay(*graph, in, &plan.notes))
         plan.options.push_back(std::move(*o));
       if (auto o = LibraryWithFusedTail(*graph, in, &plan.notes))
         plan.options.push_back(std::move(*o));
