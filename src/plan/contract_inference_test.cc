@@ -73,7 +73,7 @@ TEST(ContractInference, ThePlanHonoursTheContract) {
   in.task_source = "class Model: pass\n";
   auto has_library = [](const Plan& p) {
     for (const auto& o : p.options)
-      if (o.space == "library+fused") return true;
+      if (o.space == "library+fused" || o.space == "library") return true;
     return false;
   };
   EXPECT_TRUE(has_library(MakePlan(in)));

@@ -77,9 +77,9 @@ std::optional<std::string> ViewDims(const std::string& x, const std::vector<long
     int unknown = 0, lits = 0;
     for (std::size_t k = 0; k < o.size(); ++k) {
       const std::size_t i = from_right ? o.size() - 1 - k : k;
-      const long long j = from_right ? static_cast<long long>(in.size()) -
-                                           static_cast<long long>(o.size() - i)
-                                     : static_cast<long long>(i);
+      const long long j =
+          from_right ? static_cast<long long>(in.size()) - static_cast<long long>(o.size() - i)
+                     : static_cast<long long>(i);
       if (unknown == 0 && j >= 0 && j < static_cast<long long>(in.size()) &&
           in[static_cast<std::size_t>(j)] == o[i] && o[i] != 1) {
         dims[i] = fmt::format("{}.shape[{}]", x, j);
@@ -123,8 +123,8 @@ std::map<std::size_t, std::string> ShapeArgs(const GraphNode& n, const OpGraph& 
     for (std::size_t i = 0; i < o.size(); ++i) {
       const long long j =
           static_cast<long long>(in_shape.size()) - static_cast<long long>(o.size() - i);
-      dims.push_back(j >= 0 && in_shape[static_cast<std::size_t>(j)] == o[i] ? "-1"
-                                                                             : std::to_string(o[i]));
+      dims.push_back(
+          j >= 0 && in_shape[static_cast<std::size_t>(j)] == o[i] ? "-1" : std::to_string(o[i]));
     }
     out[1] = "[" + fmt::format("{}", fmt::join(dims, ", ")) + "]";
   } else if (n.base == "native_group_norm" && in_shape.size() >= 2) {
@@ -208,9 +208,9 @@ std::map<std::size_t, std::size_t> PoolFirstPairs(const OpGraph& g) {
 
 /// Ops that only change how a value is laid out or viewed.
 bool LayoutOnly(const GraphNode& n) {
-  static const std::set<std::string> k = {"expand", "clone",   "_unsafe_view", "view",
-                                          "_reshape_alias", "reshape", "contiguous", "alias",
-                                          "detach"};
+  static const std::set<std::string> k = {"expand",     "clone",          "_unsafe_view",
+                                          "view",       "_reshape_alias", "reshape",
+                                          "contiguous", "alias",          "detach"};
   return k.count(n.base) && !n.in.empty() && n.out.size() == 1;
 }
 
@@ -263,8 +263,9 @@ std::vector<AttentionRegion> AttentionRegions(const OpGraph& g) {
     if (p && p->base == "masked_fill" && p->in.size() == 2) {
       const Json* fill = OpGraph::Arg(*p, 2, "value");
       const bool minus_inf =
-          fill && ((fill->is_string() && fill->get<std::string>() == "-inf") ||
-                   (fill->is_number() && std::isinf(fill->get<double>()) && fill->get<double>() < 0));
+          fill &&
+          ((fill->is_string() && fill->get<std::string>() == "-inf") ||
+           (fill->is_number() && std::isinf(fill->get<double>()) && fill->get<double>() < 0));
       const GraphNode* tri = g.Producer(Through(g, p->in[1], &r.nodes));
       if (!minus_inf || !tri || tri->base != "triu" || tri->in.size() != 1) continue;
       const Json* diag = OpGraph::Arg(*tri, 1, "diagonal");
@@ -347,7 +348,8 @@ std::vector<AttentionRegion> AttentionRegions(const OpGraph& g) {
     }
     // Q, K and V come from outside it.
     for (int v : {r.q, r.k, r.v})
-      if (const GraphNode* n = g.Producer(v); n && r.nodes.count(static_cast<std::size_t>(n->index)))
+      if (const GraphNode* n = g.Producer(v);
+          n && r.nodes.count(static_cast<std::size_t>(n->index)))
         closed = false;
     if (closed) out.push_back(std::move(r));
   }
@@ -757,7 +759,8 @@ std::optional<std::string> ReplaySource(const OpGraph& g, const FusedKernel* tai
   src += task_source;
   if (!src.empty() && src.back() != '\n') src += "\n";
   if (options.channels_last) src += kLayoutPrelude;
-  if (r.AttentionCount() > 0) src += fmt::format(fmt::runtime(kAttentionPrelude), r.AttentionCount());
+  if (r.AttentionCount() > 0)
+    src += fmt::format(fmt::runtime(kAttentionPrelude), r.AttentionCount());
   if (r.PoolFirstCount() > 0)
     src += fmt::format(
         "\nPOOL_FIRST = 1  # kopt:knob POOL_FIRST 1 {{0,1}} {} activation(s) that never decrease "

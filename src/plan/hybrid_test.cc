@@ -219,9 +219,8 @@ TEST(Hybrid, WrittenOutAttentionBecomesOneFusedCall) {
   // capture's (meta).
   EXPECT_NE(src.find("torch.ops.aten.ones([1024, 1024], device=_kopt_dev"), std::string::npos);
   EXPECT_EQ(src.find("'meta'"), std::string::npos);
-  const auto regions = AttentionRegions(
-      *OpGraphFromJson(ReadJsonFile(testing::SourceDir() / "tests" / "data" / "graphs" /
-                                    "level3_03_transformer_block.json")));
+  const auto regions = AttentionRegions(*OpGraphFromJson(ReadJsonFile(
+      testing::SourceDir() / "tests" / "data" / "graphs" / "level3_03_transformer_block.json")));
   ASSERT_EQ(regions.size(), 1u);
   EXPECT_EQ(regions[0].nodes.size(), 22u);  // nodes 12..33
   EXPECT_EQ(*regions[0].nodes.begin(), 12u);
@@ -229,7 +228,8 @@ TEST(Hybrid, WrittenOutAttentionBecomesOneFusedCall) {
   // [B*T, 3C] -> [B, T, 3C] after the GEMM: B and T come from a value
   // with those leading dims, so another batch size works.
   EXPECT_TRUE(std::regex_search(
-      src, std::regex(R"(torch\.ops\.aten\.view\(v18, \[v\d+\.shape\[0\], v\d+\.shape\[1\], -1\]\))")))
+      src,
+      std::regex(R"(torch\.ops\.aten\.view\(v18, \[v\d+\.shape\[0\], v\d+\.shape\[1\], -1\]\))")))
       << src;
   // Expands keep the dims they do not broadcast (-1).
   EXPECT_NE(src.find("torch.ops.aten.expand(v24, [-1, -1, -1, -1])"), std::string::npos);
@@ -352,7 +352,8 @@ TEST(Hybrid, TheLibraryReplayComputesWhatTheModelDoesAtEveryKnob) {
                     "CHANNELS_LAST=1 FUSED_TAIL=1"};
       if (o->candidate.source.find("\nPOOL_FIRST = 1") != std::string::npos)
         settings.push_back("CHANNELS_LAST=1 POOL_FIRST=0");
-      if (o->candidate.source.find("\nSDPA = 1") != std::string::npos) settings = {"SDPA=1", "SDPA=0"};
+      if (o->candidate.source.find("\nSDPA = 1") != std::string::npos)
+        settings = {"SDPA=1", "SDPA=0"};
       if (reuse) settings.resize(1);
       for (const std::string& set : settings) {
         const fs::path log = dir / fmt::format("{}.log", n++);

@@ -926,8 +926,7 @@ Plan MakePlan(const PlanInputs& in) {
       // The expert's library rewrites first (convolutions in NHWC, where
       // cuDNN's TF32 tensor-core kernels need no transposes; fused
       // attention), then the plain replay with a fused tail.
-      if (auto o = LibraryReplay(*graph, in, &plan.notes))
-        plan.options.push_back(std::move(*o));
+      if (auto o = LibraryReplay(*graph, in, &plan.notes)) plan.options.push_back(std::move(*o));
       if (auto o = LibraryWithFusedTail(*graph, in, &plan.notes))
         plan.options.push_back(std::move(*o));
     }

@@ -146,7 +146,7 @@ TEST(Expert, WithoutAGraphItPlansTheShippedSolutionsAndSaysWhy) {
 }
 
 TEST(Expert, ATaskNothingMatchesKeepsTheReference) {
-  Fixture f = Context("level1", "26_conv2d");
+  Fixture f = Context("level3", "01_mlp");  // fp32 GEMMs and ReLUs: cuBLAS already
   f.ctx.bundle = &f.bundle;
   auto p = MakeProposer("expert", Files());
   p->Begin(f.ctx);

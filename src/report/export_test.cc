@@ -216,21 +216,25 @@ TEST(Export, APlannedLibraryWithFusedTailExports) {
   in.bundle = &b;
   in.task_stem = "02_conv2d_relu_biasadd";
   in.task_source = ReadTextFile(testing::SourceDir() / "tasks/level2/02_conv2d_relu_biasadd.py");
-  std::optional<PlanOption> hybrid;
-  for (const PlanOption& o : MakePlan(in).options)
-    if (o.space == "library+fused") hybrid = o;
-  ASSERT_TRUE(hybrid);
-  ExportRequest r = Request("export-planned-hybrid", CandidateKind::kHybrid,
-                            hybrid->candidate.source, hybrid->candidate.name);
-  r.task_source = in.task_source;
-  ExportedFiles f = ExportCandidate(r);
-  EXPECT_TRUE(f.embedded_loader);
-  const std::string py = ReadTextFile(f.modelnew);
-  EXPECT_NE(py.find("_kopt_lib = _kopt_runtime  # kopt export: was `import kopt as _kopt_lib`"),
-            std::string::npos)
-      << py.substr(0, 400);
-  EXPECT_NE(py.find("class ModelNew(Model):"), std::string::npos);
-  ExpectCompiles(f.modelnew);
+  // The library+fused hybrid, and the channels-last replay with its tail.
+  for (const char* space : {"library+fused", "library"}) {
+    std::optional<PlanOption> hybrid;
+    for (const PlanOption& o : MakePlan(in).options)
+      if (o.space == space) hybrid = o;
+    ASSERT_TRUE(hybrid) << space;
+    ExportRequest r =
+        Request(std::string("export-planned-") + (hybrid->space == "library" ? "replay" : "hybrid"),
+                CandidateKind::kHybrid, hybrid->candidate.source, hybrid->candidate.name);
+    r.task_source = in.task_source;
+    ExportedFiles f = ExportCandidate(r);
+    EXPECT_TRUE(f.embedded_loader) << space;
+    const std::string py = ReadTextFile(f.modelnew);
+    EXPECT_NE(py.find("_kopt_lib = _kopt_runtime  # kopt export: was `import kopt as _kopt_lib`"),
+              std::string::npos)
+        << py.substr(0, 400);
+    EXPECT_NE(py.find("class ModelNew(Model):"), std::string::npos);
+    ExpectCompiles(f.modelnew);
+  }
 }
 
 TEST(Export, HybridImportsTheLoaderCannotCarryAreOneSentenceErrors) {
