@@ -88,6 +88,33 @@ std::map<std::string, std::string> CudaOptions(WorkerChannel* worker, const fs::
   return out;
 }
 
+/// The plan's library replays of a task (tests/data/library_replay), at
+/// their knobs' defaults and with each rewrite turned back (a knob set to
+/// 0): "label [KNOB=0]" -> source.
+std::map<std::string, std::string> LibraryReplays(WorkerChannel* worker, const fs::path& task) {
+  WorkerReply r = worker->Call(Json{{"op", "graph"}, {"task", task.string()}}, 300);
+  EXPECT_TRUE(r.ok()) << task << ": " << r.message;
+  TaskBundle b;
+  b.graph = r.body.value("graph", Json::object());
+  b.floor_ms = 1.0;
+  PlanInputs in;
+  in.bundle = &b;
+  in.task_stem = task.stem().string();
+  in.task_source = ReadTextFile(task);
+  std::map<std::string, std::string> out;
+  for (const PlanOption& o : MakePlan(in).options) {
+    if (o.space != "library") continue;
+    out[o.label] = o.candidate.source;
+    for (const char* knob : {"CHANNELS_LAST", "CUDNN_BENCHMARK", "SDPA", "POOL_FIRST"}) {
+      const std::regex line(fmt::format("\n{0} = 1  # kopt:knob {0} 1", knob));
+      if (std::regex_search(o.candidate.source, line))
+        out[fmt::format("{} [{}=0]", o.label, knob)] = std::regex_replace(
+            o.candidate.source, line, fmt::format("\n{0} = 0  # kopt:knob {0} 0", knob));
+    }
+  }
+  return out;
+}
+
 #ifndef KOPT_ON_GPU
 TEST(HostEmulation, RewritesLaunchesAndDynamicSharedMemory) {
   const HostSource h = HostEmulationSource(
@@ -161,6 +188,35 @@ TEST(KOPT_SUITE, GeneratedAndTemplateKernelsPassTheVerifier) {
       seen = seen || v.rfind(std::string(task) + ": conv/depthwise_conv2d[", 0) == 0;
     EXPECT_TRUE(seen) << task << ": no conv/depthwise_conv2d option verified";
   }
+}
+
+// The library replays (convolutions channels-last, fused attention,
+// activations after max pools) of small networks pass the full verifier
+// (second shape, input distributions, BatchNorm's running statistics), at
+// every rewrite knob. On the CPU the fused call is PyTorch's own math.
+TEST(KOPT_SUITE, LibraryReplaysPassTheVerifierAtEveryKnob) {
+  KOPT_REQUIRE_DEVICE();
+  auto worker = GraphWorker();
+  const fs::path out = testing::ScratchDir("library-replays");
+  int n = 0;
+  for (const auto& e :
+       fs::directory_iterator(testing::SourceDir() / "tests" / "data" / "library_replay")) {
+    if (e.path().extension() != ".py") continue;
+    const auto replays = LibraryReplays(worker.get(), e.path());
+    EXPECT_GE(replays.size(), 2u) << e.path().stem() << ": a replay and a knob at 0";
+    for (const auto& [label, source] : replays) {
+      const fs::path py = out / fmt::format("{}_{}.py", e.path().stem().string(), n);
+      const fs::path json = out / fmt::format("{}_{}.json", e.path().stem().string(), n++);
+      WriteTextFileAtomic(py, source);
+      ProcessResult r = Eval(e.path(), py, json);
+      ASSERT_TRUE(fs::exists(json)) << label << "\n" << r.out << r.err;
+      EXPECT_EQ(Verdict(json), "measured") << e.path().stem() << ": " << label << "\n"
+                                           << r.out << r.err;
+      std::cout << "verified on " << kDevice << ": " << e.path().stem().string() << ": " << label
+                << "\n";
+    }
+  }
+  EXPECT_GE(n, 6);
 }
 
 TEST(KOPT_SUITE, AKernelWithOneWrongStoreIsRejected) {
