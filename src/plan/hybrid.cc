@@ -245,6 +245,36 @@ std::optional<std::pair<long long, long long>> Swapped(const GraphNode& n, std::
 
 }  // namespace
 
+std::vector<LibraryEpilogue> LibraryEpilogues(const OpGraph& g) {
+  std::vector<LibraryEpilogue> out;
+  for (const GraphNode& m : g.nodes) {
+    // addmm(bias, x, w): a 1-D bias, 2-D operands, beta = alpha = 1.
+    if (m.base != "addmm" || m.in.size() != 3 || m.out.size() != 1) continue;
+    if (g.Value(m.in[0]).shape.size() != 1 || g.Value(m.in[1]).shape.size() != 2 ||
+        g.Value(m.in[2]).shape.size() != 2)
+      continue;
+    if (Num(m, 3, "beta").value_or(1) != 1 || Num(m, 4, "alpha").value_or(1) != 1) continue;
+    // Then layout ops with one reader each, then the activation.
+    int y = m.out[0];
+    const GraphNode* n = OnlyReader(g, y);
+    while (n && LayoutOnly(*n) && n->base != "expand" && n->base != "clone") {
+      y = n->out[0];
+      n = OnlyReader(g, y);
+    }
+    if (!n || n->in.size() != 1 || n->out.size() != 1 || n->in[0] != y) continue;
+    bool gelu = false;
+    if (n->base == "gelu") {
+      const Json* a = OpGraph::Arg(*n, 1, "approximate");
+      if (!a || !a->is_string() || a->get<std::string>() != "tanh") continue;  // erf: not Lt's
+      gelu = true;
+    } else if (n->base != "relu") {
+      continue;
+    }
+    out.push_back({static_cast<std::size_t>(m.index), static_cast<std::size_t>(n->index), gelu});
+  }
+  return out;
+}
+
 std::vector<AttentionRegion> AttentionRegions(const OpGraph& g) {
   std::vector<AttentionRegion> out;
   for (const GraphNode& sm : g.nodes) {
@@ -381,8 +411,14 @@ class Replay {
         }
         attention_at_[a.last] = std::move(a);
       }
+    if (o_.lt_epilogue)
+      for (const LibraryEpilogue& e : LibraryEpilogues(g_)) {
+        epilogue_at_gemm_[e.gemm] = e;
+        epilogue_at_act_[e.act] = e;
+      }
     if (o_.pool_first)
       for (const auto& [act, pool] : PoolFirstPairs(g_)) {
+        if (epilogue_at_act_.count(act)) continue;  // already in the GEMM's epilogue
         act_before_pool_[act] = pool;
         act_after_pool_[pool] = act;
       }
@@ -393,6 +429,8 @@ class Replay {
 
   /// How many activation-pool pairs the replay can swap (knob POOL_FIRST).
   std::size_t PoolFirstCount() const { return act_before_pool_.size(); }
+  /// How many GEMM + activation pairs fuse in cuBLASLt (knob LT_EPILOGUE).
+  std::size_t EpilogueCount() const { return epilogue_at_gemm_.size(); }
   /// How many attention regions become one fused call (knob SDPA).
   std::size_t AttentionCount() const { return attention_at_.size(); }
 
@@ -442,6 +480,39 @@ class Replay {
         if (!Call(g_.nodes[j], "", why)) return false;
       indent.resize(indent.size() - 4);
       return true;
+    }
+    if (auto it = epilogue_at_gemm_.find(i); it != epilogue_at_gemm_.end()) {
+      // The GEMM with its bias and activation in one cuBLASLt call; the
+      // views after it carry the activated values.
+      for (int v : n.in)
+        if (!Bind(v)) {
+          *why = fmt::format("{} reads a constant made outside any op", n.op);
+          return false;
+        }
+      body += indent + "if LT_EPILOGUE:\n";
+      body += indent + fmt::format(
+                           "    v{} = torch.ops.aten._addmm_activation(v{}, v{}, v{}, "
+                           "use_gelu={})\n",
+                           n.out[0], n.in[0], n.in[1], n.in[2], it->second.gelu ? "True" : "False");
+      body += indent + "else:\n";
+      indent += "    ";
+      const bool ok = Call(n, "", why);
+      indent.resize(indent.size() - 4);
+      return ok;
+    }
+    if (auto it = epilogue_at_act_.find(i); it != epilogue_at_act_.end()) {
+      for (int v : n.in)
+        if (!Bind(v)) {
+          *why = fmt::format("{} reads a constant made outside any op", n.op);
+          return false;
+        }
+      body += indent + "if LT_EPILOGUE:\n";
+      body += indent + fmt::format("    v{} = v{}\n", n.out[0], n.in[0]);
+      body += indent + "else:\n";
+      indent += "    ";
+      const bool ok = Call(n, "", why);
+      indent.resize(indent.size() - 4);
+      return ok;
     }
     if (auto it = act_before_pool_.find(i); it != act_before_pool_.end()) {
       // The activation waits for the pool (POOL_FIRST), or runs here.
@@ -633,6 +704,7 @@ class Replay {
   std::set<int> bound_;
   std::set<int> conv_input_;
   std::map<std::size_t, std::size_t> act_before_pool_, act_after_pool_;
+  std::map<std::size_t, LibraryEpilogue> epilogue_at_gemm_, epilogue_at_act_;
   std::set<std::size_t> in_attention_;
   std::set<int> hidden_;  ///< values bound on one branch only (inside an attention region)
   std::map<std::size_t, AttentionRegion> attention_at_;  ///< by its last node
@@ -748,7 +820,7 @@ std::optional<std::string> ReplaySource(const OpGraph& g, const FusedKernel* tai
   }
 
   std::string src =
-      options.channels_last || options.sdpa || options.pool_first
+      options.channels_last || options.sdpa || options.pool_first || options.lt_epilogue
           ? "# Generated by kopt's planner (src/plan/hybrid.cc): the forward replayed as PyTorch\n"
             "# operators from the captured graph, with the rewrites its knobs below name; the\n"
             "# task's own source follows, so ModelNew has the Model's parameters.\n"
@@ -759,6 +831,12 @@ std::optional<std::string> ReplaySource(const OpGraph& g, const FusedKernel* tai
   src += task_source;
   if (!src.empty() && src.back() != '\n') src += "\n";
   if (options.channels_last) src += kLayoutPrelude;
+  if (r.EpilogueCount() > 0)
+    src += fmt::format(
+        "\nLT_EPILOGUE = 1  # kopt:knob LT_EPILOGUE 1 {{0,1}} {} GEMM(s) with their bias and "
+        "activation in one cuBLASLt call (_addmm_activation), no separate activation pass; 0 "
+        "keeps them apart\n",
+        r.EpilogueCount());
   if (r.AttentionCount() > 0)
     src += fmt::format(fmt::runtime(kAttentionPrelude), r.AttentionCount());
   if (r.PoolFirstCount() > 0)

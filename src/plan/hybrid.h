@@ -44,7 +44,19 @@ struct ReplayOptions {
   /// Each attention region (AttentionRegions) as one call of PyTorch's
   /// fused scaled_dot_product_attention. Adds the knob SDPA.
   bool sdpa = false;
+  /// Each LibraryEpilogues pair as one _addmm_activation call (cuBLASLt's
+  /// bias + ReLU / GELU epilogue). Adds the knob LT_EPILOGUE.
+  bool lt_epilogue = false;
 };
+
+/// A GEMM with a 1-D bias (addmm, beta = alpha = 1) whose output reaches an
+/// activation cuBLASLt can apply in its epilogue (ReLU, or GELU with the
+/// tanh approximation) through layout ops alone, each with one reader.
+struct LibraryEpilogue {
+  std::size_t gemm = 0, act = 0;  ///< node indices
+  bool gelu = false;
+};
+std::vector<LibraryEpilogue> LibraryEpilogues(const OpGraph& g);
 
 /// Attention written out as ops: softmax over the last dim of
 /// scale * (Q K^T), optionally masked with -inf above the diagonal

@@ -76,6 +76,7 @@ const std::vector<std::tuple<std::string, std::string, bool>> kConvTasks = {
 const std::vector<std::tuple<std::string, std::string, bool>> kReplayTasks = [] {
   auto v = kConvTasks;
   v.emplace_back("level3", "03_transformer_block", false);
+  v.emplace_back("level3", "01_mlp", false);
   return v;
 }();
 
@@ -198,9 +199,34 @@ TEST(Hybrid, ConvolutionNetworksGetAChannelsLastReplayWithLayoutKnobs) {
             std::string::npos);
   EXPECT_NE(cnn.find("if POOL_FIRST:\n            v12 = v11\n"), std::string::npos) << cnn;
   EXPECT_NE(cnn.find("torch.ops.aten.relu(v13)"), std::string::npos) << cnn;
-  // No convolution and no attention, no library replay.
+  // No convolution, no attention, no GEMM + ReLU: no library replay (GELU
+  // with erf is not cuBLASLt's tanh GELU).
   EXPECT_FALSE(ChannelsLastOption("level2", "01_linear_gelu_scale"));
-  EXPECT_FALSE(ChannelsLastOption("level3", "01_mlp"));
+}
+
+TEST(Hybrid, AGemmsBiasAndReluGoIntoTheCublasLtEpilogue) {
+  auto o = ChannelsLastOption("level3", "01_mlp");
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->candidate.name, "01_mlp[library]");
+  EXPECT_EQ(o->detail.value("lt_epilogues", 0), 2);
+  const std::string& src = o->candidate.source;
+  EXPECT_NE(src.find("LT_EPILOGUE = 1  # kopt:knob LT_EPILOGUE 1 {0,1} 2 GEMM(s)"),
+            std::string::npos);
+  EXPECT_NE(src.find("torch.ops.aten._addmm_activation("), std::string::npos) << src;
+  // The small CNN's classifier too.
+  const std::string cnn = ChannelsLastOption("level3", "05_small_cnn")->candidate.source;
+  EXPECT_NE(cnn.find("LT_EPILOGUE = 1  # kopt:knob LT_EPILOGUE 1 {0,1} 1 GEMM(s)"),
+            std::string::npos);
+  // Without cuBLASLt in the contract, the MLP has nothing to rewrite.
+  TaskBundle b;
+  b.graph = ReadJsonFile(testing::SourceDir() / "tests" / "data" / "graphs" / "level3_01_mlp.json");
+  b.floor_ms = 1;
+  PlanInputs in;
+  in.bundle = &b;
+  in.task_stem = "01_mlp";
+  in.task_source = "class Model: pass\n";
+  in.contract.libraries = {"cublas", "cudnn"};
+  for (const PlanOption& p : MakePlan(in).options) EXPECT_NE(p.space, "library");
 }
 
 TEST(Hybrid, WrittenOutAttentionBecomesOneFusedCall) {
@@ -346,14 +372,17 @@ TEST(Hybrid, TheLibraryReplayComputesWhatTheModelDoesAtEveryKnob) {
       ASSERT_TRUE(o) << stem;
       const fs::path file = dir / (stem + (reuse ? "_reuse" : "") + ".py");
       std::ofstream(file) << o->candidate.source;
-      std::vector<std::string> settings = {"CHANNELS_LAST=1", "CHANNELS_LAST=0"};
-      if (tail)
-        settings = {"CHANNELS_LAST=1 FUSED_TAIL=0", "CHANNELS_LAST=0 FUSED_TAIL=0",
-                    "CHANNELS_LAST=1 FUSED_TAIL=1"};
-      if (o->candidate.source.find("\nPOOL_FIRST = 1") != std::string::npos)
-        settings.push_back("CHANNELS_LAST=1 POOL_FIRST=0");
-      if (o->candidate.source.find("\nSDPA = 1") != std::string::npos)
-        settings = {"SDPA=1", "SDPA=0"};
+      // The defaults (no knob changed), then each knob turned back.
+      const std::string& src = o->candidate.source;
+      auto has = [&](const char* knob) {
+        return src.find(fmt::format("\n{} = 1  # kopt:knob", knob)) != std::string::npos;
+      };
+      std::vector<std::string> settings = {tail ? "FUSED_TAIL=0" : ""};
+      if (tail) settings.push_back("FUSED_TAIL=1");
+      if (has("CHANNELS_LAST"))
+        settings.push_back(tail ? "CHANNELS_LAST=0 FUSED_TAIL=0" : "CHANNELS_LAST=0");
+      for (const char* knob : {"POOL_FIRST", "SDPA", "LT_EPILOGUE"})
+        if (has(knob)) settings.push_back(fmt::format("{}=0", knob));
       if (reuse) settings.resize(1);
       for (const std::string& set : settings) {
         const fs::path log = dir / fmt::format("{}.log", n++);

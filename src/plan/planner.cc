@@ -238,7 +238,11 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
   }
   const auto attention = AttentionRegions(g);
   ro.sdpa = !attention.empty();
-  if (!ro.channels_last && !ro.sdpa) return std::nullopt;
+  const auto epilogues = LibraryEpilogues(g);
+  const auto& libs = in.contract.libraries;
+  ro.lt_epilogue =
+      !epilogues.empty() && std::find(libs.begin(), libs.end(), "cublaslt") != libs.end();
+  if (!ro.channels_last && !ro.sdpa && !ro.lt_epilogue) return std::nullopt;
   if (const std::string refused = LibraryRefused(g, in, g.nodes.size()); !refused.empty()) {
     notes->push_back("no library replay: " + refused);
     return std::nullopt;
@@ -288,6 +292,13 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
         "matrix (matmul, scale, mask, softmax and matmul each read or write it today)",
         attention.size(), a.causal ? " (causal)" : "", score_mb));
   }
+  if (ro.lt_epilogue) {
+    what.push_back("GEMM bias + activation in cuBLASLt's epilogue");
+    why_pays.push_back(fmt::format(
+        "{} GEMM(s) apply their bias and activation as they write (_addmm_activation), so the "
+        "activation's read and write of the GEMM's output go",
+        epilogues.size()));
+  }
   if (pool_first) {
     what.push_back("activations after max pools");
     why_pays.push_back("an activation before a max pool runs after it, on 1/k of the data");
@@ -306,6 +317,7 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
   o.detail = {{"space", "library"},
               {"channels_last", ro.channels_last},
               {"attention", attention.size()},
+              {"lt_epilogues", ro.lt_epilogue ? epilogues.size() : 0},
               {"pool_first", pool_first},
               {"convolutions", convs},
               {"reuse_weights", ro.reuse_weights},

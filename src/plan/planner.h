@@ -8,11 +8,12 @@
 //   - "library+fused": when the whole graph cannot be one kernel, the ops
 //     before its longest fusable tail as PyTorch operators (cuBLAS, cuDNN)
 //     and the tail as one generated kernel, in a hybrid ModelNew;
-//   - "library": with a 2-D convolution or written-out attention, the
-//     forward replayed as PyTorch operators with an expert's rewrites
-//     (convolutions channels-last with cuDNN's algorithm search, attention
-//     as scaled_dot_product_attention, activations after max pools), the
-//     fusable tail as one kernel (hybrid.h, ReplaySource), each a knob;
+//   - "library": with a 2-D convolution, written-out attention or a GEMM
+//     followed by ReLU, the forward replayed as PyTorch operators with an
+//     expert's rewrites (convolutions channels-last with cuDNN's algorithm
+//     search, attention as scaled_dot_product_attention, bias + activation
+//     in cuBLASLt's epilogue, activations after max pools), the fusable
+//     tail as one kernel (hybrid.h, ReplaySource), each a knob;
 //   - "cuda-graph": when the reference is launch-bound and writes no state,
 //     the reference (and the library+fused hybrid) replayed from a CUDA
 //     graph captured per input signature (hybrid.h, GraphedSource);
