@@ -30,8 +30,9 @@ struct ReplayOptions {
   /// Convolutions (2-D) and the ops after them in channels-last (NHWC)
   /// order: the inputs and weights convolutions read are converted, views
   /// become reshapes, the outputs come back NCHW-contiguous. Adds the knobs
-  /// CHANNELS_LAST and CUDNN_BENCHMARK (cuDNN's algorithm search), and
-  /// FUSED_TAIL with a tail (its kernel, or its ops replayed in NHWC).
+  /// CHANNELS_LAST and CUDNN_BENCHMARK (cuDNN's algorithm search). With
+  /// any rewrite and a tail, the knob FUSED_TAIL chooses between the
+  /// tail's kernel and its ops replayed.
   bool channels_last = false;
   /// Keep each convolution weight's NHWC copy across calls, remade when the
   /// parameter changes (storage or version): only where the contract allows
