@@ -164,12 +164,17 @@ TEST(Planner, OffersACudaGraphReplayOnlyWhenTheReferenceIsLaunchBoundAndStateles
   // Six launches, the GPU busy 0.1 of 0.5 ms: a replay leads the plan, its
   // estimate the busy time plus a stage latency per launch.
   const Plan idle = plan("level3_01_mlp", "level3/01_mlp.py", 0.5, 0.1, "inference");
+  // Two: over the reference, and over the library replay (bias + ReLU in
+  // cuBLASLt's epilogue), which subclasses that replay's ModelNew.
   const auto g = graphed(idle);
-  ASSERT_EQ(g.size(), 1u);
+  ASSERT_EQ(g.size(), 2u);
   EXPECT_EQ(idle.options.front().space, "cuda-graph");
-  EXPECT_NEAR(g[0]->est_ms, 0.1 + 6 * kStageLatencyMs, 1e-9);
-  EXPECT_EQ(g[0]->candidate.kind, CandidateKind::kHybrid);
-  const std::string& src = g[0]->candidate.source;
+  EXPECT_EQ(g[0]->detail.value("over", ""), "library");
+  EXPECT_NE(g[0]->candidate.source.find("_KoptEager = ModelNew"), std::string::npos);
+  EXPECT_EQ(g[1]->detail.value("over", ""), "reference");
+  EXPECT_NEAR(g[1]->est_ms, 0.1 + 6 * kStageLatencyMs, 1e-9);
+  EXPECT_EQ(g[1]->candidate.kind, CandidateKind::kHybrid);
+  const std::string& src = g[1]->candidate.source;
   EXPECT_NE(src.find("_KoptEager = Model"), std::string::npos);
   EXPECT_NE(src.find("class ModelNew(_KoptEager):"), std::string::npos);
   EXPECT_NE(src.find("class Model(nn.Module)"), std::string::npos);  // the task itself
