@@ -71,8 +71,9 @@ std::unique_ptr<WorkerChannel> GraphWorker() {
   return MakeProcessWorker(wo);
 }
 
-/// The plan's cuda options for one task: label -> source.
-std::map<std::string, std::string> CudaOptions(WorkerChannel* worker, const fs::path& task) {
+/// The plan of one task from the graph the worker records; the task's
+/// source goes in with `with_source` (hybrid options need it).
+Plan PlanOfTask(WorkerChannel* worker, const fs::path& task, bool with_source) {
   WorkerReply r = worker->Call(Json{{"op", "graph"}, {"task", task.string()}}, 300);
   EXPECT_TRUE(r.ok()) << task << ": " << r.message;
   TaskBundle b;
@@ -82,8 +83,14 @@ std::map<std::string, std::string> CudaOptions(WorkerChannel* worker, const fs::
   in.bundle = &b;
   in.task_stem = task.stem().string();
   in.templates = LoadTemplates(testing::SourceDir() / "kernels");
+  if (with_source) in.task_source = ReadTextFile(task);
+  return MakePlan(in);
+}
+
+/// The plan's cuda options for one task: label -> source.
+std::map<std::string, std::string> CudaOptions(WorkerChannel* worker, const fs::path& task) {
   std::map<std::string, std::string> out;
-  for (const PlanOption& o : MakePlan(in).options)
+  for (const PlanOption& o : PlanOfTask(worker, task, false).options)
     if (o.candidate.kind == CandidateKind::kCuda) out[o.label] = o.candidate.source;
   return out;
 }
@@ -92,17 +99,8 @@ std::map<std::string, std::string> CudaOptions(WorkerChannel* worker, const fs::
 /// their knobs' defaults and with each rewrite turned back (a knob set to
 /// 0): "label [KNOB=0]" -> source.
 std::map<std::string, std::string> LibraryReplays(WorkerChannel* worker, const fs::path& task) {
-  WorkerReply r = worker->Call(Json{{"op", "graph"}, {"task", task.string()}}, 300);
-  EXPECT_TRUE(r.ok()) << task << ": " << r.message;
-  TaskBundle b;
-  b.graph = r.body.value("graph", Json::object());
-  b.floor_ms = 1.0;
-  PlanInputs in;
-  in.bundle = &b;
-  in.task_stem = task.stem().string();
-  in.task_source = ReadTextFile(task);
   std::map<std::string, std::string> out;
-  for (const PlanOption& o : MakePlan(in).options) {
+  for (const PlanOption& o : PlanOfTask(worker, task, true).options) {
     if (o.space != "library") continue;
     out[o.label] = o.candidate.source;
     for (const char* knob :

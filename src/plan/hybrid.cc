@@ -481,54 +481,20 @@ class Replay {
       indent.resize(indent.size() - 4);
       return true;
     }
-    if (auto it = epilogue_at_gemm_.find(i); it != epilogue_at_gemm_.end()) {
+    if (auto it = epilogue_at_gemm_.find(i); it != epilogue_at_gemm_.end())
       // The GEMM with its bias and activation in one cuBLASLt call; the
       // views after it carry the activated values.
-      for (int v : n.in)
-        if (!Bind(v)) {
-          *why = fmt::format("{} reads a constant made outside any op", n.op);
-          return false;
-        }
-      body += indent + "if LT_EPILOGUE:\n";
-      body += indent + fmt::format(
-                           "    v{} = torch.ops.aten._addmm_activation(v{}, v{}, v{}, "
-                           "use_gelu={})\n",
-                           n.out[0], n.in[0], n.in[1], n.in[2], it->second.gelu ? "True" : "False");
-      body += indent + "else:\n";
-      indent += "    ";
-      const bool ok = Call(n, "", why);
-      indent.resize(indent.size() - 4);
-      return ok;
-    }
-    if (auto it = epilogue_at_act_.find(i); it != epilogue_at_act_.end()) {
-      for (int v : n.in)
-        if (!Bind(v)) {
-          *why = fmt::format("{} reads a constant made outside any op", n.op);
-          return false;
-        }
-      body += indent + "if LT_EPILOGUE:\n";
-      body += indent + fmt::format("    v{} = v{}\n", n.out[0], n.in[0]);
-      body += indent + "else:\n";
-      indent += "    ";
-      const bool ok = Call(n, "", why);
-      indent.resize(indent.size() - 4);
-      return ok;
-    }
-    if (auto it = act_before_pool_.find(i); it != act_before_pool_.end()) {
+      return KnobOrCall(
+          n, "LT_EPILOGUE",
+          fmt::format("v{} = torch.ops.aten._addmm_activation(v{}, v{}, v{}, "
+                      "use_gelu={})",
+                      n.out[0], n.in[0], n.in[1], n.in[2], it->second.gelu ? "True" : "False"),
+          why);
+    if (epilogue_at_act_.count(i))
+      return KnobOrCall(n, "LT_EPILOGUE", fmt::format("v{} = v{}", n.out[0], n.in[0]), why);
+    if (act_before_pool_.count(i))
       // The activation waits for the pool (POOL_FIRST), or runs here.
-      for (int v : n.in)
-        if (!Bind(v)) {
-          *why = fmt::format("{} reads a constant made outside any op", n.op);
-          return false;
-        }
-      body += indent + "if POOL_FIRST:\n";
-      body += indent + fmt::format("    v{} = v{}\n", n.out[0], n.in[0]);
-      body += indent + "else:\n";
-      indent += "    ";
-      const bool ok = Call(n, "", why);
-      indent.resize(indent.size() - 4);
-      return ok;
-    }
+      return KnobOrCall(n, "POOL_FIRST", fmt::format("v{} = v{}", n.out[0], n.in[0]), why);
     if (!Call(n, "", why)) return false;
     if (auto it = act_after_pool_.find(i); it != act_after_pool_.end()) {
       const GraphNode& a = g_.nodes[it->second];
@@ -568,6 +534,22 @@ class Replay {
       return "[" + fmt::format("{}", fmt::join(dims, ", ")) + "]";
     }
     return ViewDims(fmt::format("v{}", n.in[0]), g_.Value(n.in[0]).shape, o, true);
+  }
+
+  /// `if KNOB: <line>`, else the node as captured; its inputs bound first.
+  bool KnobOrCall(const GraphNode& n, const char* knob, const std::string& line, std::string* why) {
+    for (int v : n.in)
+      if (!Bind(v)) {
+        *why = fmt::format("{} reads a constant made outside any op", n.op);
+        return false;
+      }
+    body += indent + "if " + knob + ":\n";
+    body += indent + "    " + line + "\n";
+    body += indent + "else:\n";
+    indent += "    ";
+    const bool ok = Call(n, "", why);
+    indent.resize(indent.size() - 4);
+    return ok;
   }
 
   /// One op call; `as` replaces the op's name when not empty.

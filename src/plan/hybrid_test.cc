@@ -31,23 +31,8 @@ struct Generated {
   fs::path task;
 };
 
-std::optional<Generated> LibraryOption(const std::string& level, const std::string& stem) {
-  TaskBundle b;
-  b.graph = ReadJsonFile(testing::SourceDir() / "tests" / "data" / "graphs" /
-                         (level + "_" + stem + ".json"));
-  b.floor_ms = 1;
-  PlanInputs in;
-  in.bundle = &b;
-  in.task_stem = stem;
-  const fs::path task = testing::SourceDir() / "tasks" / level / (stem + ".py");
-  in.task_source = ReadTextFile(task);
-  for (PlanOption& o : MakePlan(in).options)
-    if (o.space == "library+fused") return Generated{o, task};
-  return std::nullopt;
-}
-
-std::optional<PlanOption> ChannelsLastOption(const std::string& level, const std::string& stem,
-                                             bool reuse_weights = false) {
+/// The plan of a suite task from its recorded graph and source.
+Plan PlanFor(const std::string& level, const std::string& stem, bool reuse_weights = false) {
   TaskBundle b;
   b.graph = ReadJsonFile(testing::SourceDir() / "tests" / "data" / "graphs" /
                          (level + "_" + stem + ".json"));
@@ -57,7 +42,19 @@ std::optional<PlanOption> ChannelsLastOption(const std::string& level, const std
   in.task_stem = stem;
   in.contract.pre_transform_weights = reuse_weights;
   in.task_source = ReadTextFile(testing::SourceDir() / "tasks" / level / (stem + ".py"));
-  for (PlanOption& o : MakePlan(in).options)
+  return MakePlan(in);
+}
+
+std::optional<Generated> LibraryOption(const std::string& level, const std::string& stem) {
+  for (PlanOption& o : PlanFor(level, stem).options)
+    if (o.space == "library+fused")
+      return Generated{o, testing::SourceDir() / "tasks" / level / (stem + ".py")};
+  return std::nullopt;
+}
+
+std::optional<PlanOption> ChannelsLastOption(const std::string& level, const std::string& stem,
+                                             bool reuse_weights = false) {
+  for (PlanOption& o : PlanFor(level, stem, reuse_weights).options)
     if (o.space == "library") return o;
   return std::nullopt;
 }
