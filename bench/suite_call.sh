@@ -5,7 +5,11 @@
 # DEADLINE seconds after the script started (SIGINT: the run stops cleanly and
 # can be resumed), then packs the state into OUT/state.tgz.* pieces of 15 MB
 # (a call returns files of 16 MiB at most; the suite's store reached 171 MB
-# raw in session 13) beside suite.json and the log.
+# raw in session 13) beside suite.json and the log. The run stops cleanly 60 s
+# before DEADLINE (SIGINT) and is killed at DEADLINE if it has not (a capture
+# inside torch.compile does not stop at once); leave ~20 s after DEADLINE for
+# the packing. A resumed run refuses a GPU other than the one it began on:
+# run every call of one run on the same card.
 #
 #   bench/suite_call.sh OUT DEADLINE_S [RUN_ID] [-- extra optimize args]
 #
@@ -21,11 +25,12 @@ export KOPT_ROOT=${KOPT_ROOT:-$PWD} KOPT_CACHE=${KOPT_CACHE:-$PWD/.kopt/cache} P
 mkdir -p "$KOPT_CACHE"
 if ls .devbin/state.tgz.* > /dev/null 2>&1; then cat .devbin/state.tgz.* | tar xzf - -C "$KOPT_CACHE"; fi
 store=$KOPT_CACHE/suite-runs.db
-left=$((DEADLINE - SECONDS))
+left=$((DEADLINE - SECONDS - 60))
+nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sed 's/^/suite_call: card: /'
 if [ -z "$RUN" ]; then
-  timeout -s INT -k 30 "$left" "$K" optimize tasks/ --store "$store" --json "$OUT/suite.json" "$@"
+  timeout -s INT -k 60 "$left" "$K" optimize tasks/ --store "$store" --json "$OUT/suite.json" "$@"
 else
-  timeout -s INT -k 30 "$left" "$K" optimize --resume "$RUN" --store "$store" --json "$OUT/suite.json" "$@"
+  timeout -s INT -k 60 "$left" "$K" optimize --resume "$RUN" --store "$store" --json "$OUT/suite.json" "$@"
 fi
 echo "optimize exit: $?"
 (cd "$KOPT_CACHE" && tar czf - $(ls -d suite-runs.db* devices bundles memory.db* 2>/dev/null)) |

@@ -768,5 +768,82 @@ TEST(AutoProfile, SkipsCandidatesAtTheirRoofAndSearchProfilesTheShareCannotPay) 
   EXPECT_FALSE(SkipAutoProfile(near, bundle, true, 100, 0));
 }
 
+// On the GPU a suite run stopped at its call's deadline in task 31 was
+// resumed and searched tasks 1-30 again: each had spent its share, and each
+// paid its finishing work a second time while the tasks after it waited.
+TEST(Loop, AResumedRunKeepsTheTasksThatSpentTheirShare) {
+  fs::path dir = testing::ScratchDir("loop-resume-shares");
+  fs::remove(dir / "runs.db");
+  auto store = MakeSqliteRunStore(dir / "runs.db");
+  ReplayData d = KernelReplay("synthetic");
+  std::vector<LoopTask> tasks = KernelTasks(dir, 3, &d);
+  // --from's file: the task not yet begun reads it on resume.
+  WriteTextFileAtomic(tasks[0].from->path, tasks[0].from->source);
+  LoopOptions o = TuneOptions(dir, "candidates=12");
+  o.finalists = 0;
+  // Stopped (SIGINT) during the second task.
+  class StoppingRunner : public CountingRunner {
+   public:
+    using CountingRunner::CountingRunner;
+    EvalRecord Evaluate(const Task& t, const TaskBundle& b, const Candidate& c,
+                        const EvalOptions& opts) override {
+      EvalRecord r = CountingRunner::Evaluate(t, b, c, opts);
+      if (total == 6 && stop) stop();
+      return r;
+    }
+    std::function<void()> stop;
+  } first(MakeReplayRunner(d));
+  std::string run_id;
+  {
+    Tuner tuner(&first, store.get(), o);
+    first.stop = [&] { tuner.RequestStop(); };
+    LoopResult r = tuner.Run(tasks);
+    ASSERT_EQ(r.status, RunStatus::kInterrupted) << r.note;
+    ASSERT_EQ(r.tasks.at(0).status, TaskStatus::kBudgetSpent);
+    run_id = r.run_id;
+  }
+  size_t first_task = store->ListOutcomes(run_id, 0).size();
+  EXPECT_EQ(first_task, 4u);
+  CountingRunner second(MakeReplayRunner(d));
+  {
+    Tuner tuner(&second, store.get(), o);
+    LoopResult r = tuner.Resume(run_id);
+    ASSERT_EQ(r.tasks.size(), 3u);
+    EXPECT_EQ(r.tasks[0].status, TaskStatus::kBudgetSpent);
+    EXPECT_EQ(r.tasks[0].measured + r.tasks[0].failed, static_cast<int>(first_task));
+    EXPECT_EQ(store->ListOutcomes(run_id, 0).size(), first_task) << "searched again";
+    EXPECT_GT(store->ListOutcomes(run_id, 2).size(), 0u) << r.tasks[2].error;
+    EXPECT_EQ(r.spent.candidates, 12);
+  }
+  // New limits: the tasks search on.
+  CountingRunner third(MakeReplayRunner(d));
+  Tuner tuner(&third, store.get(), o);
+  tuner.Resume(run_id, ParseBudget("candidates=24"));
+  EXPECT_GT(store->ListOutcomes(run_id, 0).size(), first_task);
+}
+
+// A run measured on one GPU does not go on on another: its baselines, floors
+// and the times of the tasks it finished belong to the first card.
+TEST(Loop, ARunIsNotResumedOnAnotherDevice) {
+  fs::path dir = testing::ScratchDir("loop-resume-device");
+  fs::remove(dir / "runs.db");
+  auto store = MakeSqliteRunStore(dir / "runs.db");
+  LoopOptions o = TuneOptions(dir, "candidates=2");
+  o.finalists = 0;
+  ReplayData d = KernelReplay("synthetic");
+  auto runner = MakeReplayRunner(d);
+  std::string run_id = Tuner(runner.get(), store.get(), o).Run({KernelTask(dir)}).run_id;
+  d.device.name = "NVIDIA H100 80GB HBM3 (recorded)";
+  auto other = MakeReplayRunner(d);
+  try {
+    Tuner(other.get(), store.get(), o).Resume(run_id, ParseBudget("candidates=4"));
+    ADD_FAILURE() << "resumed on another device";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("NVIDIA H200 (recorded)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("start a new run"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(store->ListOutcomes(run_id, 0).size(), 2u);
+}
+
 }  // namespace
 }  // namespace kopt

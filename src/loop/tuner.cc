@@ -268,6 +268,15 @@ LoopResult Tuner::Resume(const std::string& run_id, const std::optional<BudgetLi
   if (!run)
     throw Error("there is no run " + run_id +
                 " in the run store: see kopt runs for the runs it holds.");
+  // A run's baselines, floors and timings belong to its device: resumed on
+  // another, its tasks would be judged against numbers of a different card.
+  DeviceInfo was = DeviceInfoFromJson(run->device);
+  const DeviceInfo& now = runner_->Device();
+  if (!was.name.empty() && (was.name != now.name || was.sm_count != now.sm_count))
+    throw Error(fmt::format(
+        "run {} was measured on {} ({} SMs) and this machine has {} ({} SMs): its baselines and "
+        "timings would not compare; resume it on the same GPU or start a new run.",
+        run->id, was.name, was.sm_count, now.name.empty() ? "no GPU" : now.name, now.sm_count));
   LoopOptions saved = LoopOptionsFromJson(run->options);
   // What the command line may not change on resume: how the search runs.
   options_.proposer = saved.proposer;
@@ -286,6 +295,10 @@ LoopResult Tuner::Resume(const std::string& run_id, const std::optional<BudgetLi
   options_.objective = saved.objective;
   options_.speed_fraction = saved.speed_fraction;
   options_.budget = limits ? *limits : saved.budget;
+  // Under the run's own limits a task that spent its share has nothing more
+  // coming: searching it again would repeat its finishing work and take time
+  // from the tasks after it.
+  search_spent_tasks_ = limits.has_value();
   options_.eval.seeds = saved.eval.seeds;
   options_.eval.timing = saved.eval.timing;
   options_.eval.policy.timed_check_p = saved.eval.policy.timed_check_p;
@@ -399,7 +412,8 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
   // A resumed task that already ended keeps its result.
   std::optional<TaskRecord> existing = resume ? store_->GetTask(run_id, index) : std::nullopt;
   if (existing &&
-      (existing->status == TaskStatus::kFinished || existing->status == TaskStatus::kFailed)) {
+      (existing->status == TaskStatus::kFinished || existing->status == TaskStatus::kFailed ||
+       (existing->status == TaskStatus::kBudgetSpent && !search_spent_tasks_))) {
     res.status = existing->status;
     res.bundle = existing->bundle;
     res.nodes = static_cast<int>(store_->ListNodes(run_id, index).size());

@@ -192,8 +192,10 @@ class Tuner {
   /// A new run over `tasks`.
   LoopResult Run(const std::vector<LoopTask>& tasks);
   /// Continues a run of the store: nothing it finished is measured again;
-  /// what was in flight when it stopped is measured first. A non-empty
-  /// `budget` replaces the run's limits.
+  /// what was in flight when it stopped is measured first. A task whose
+  /// share of the budget was spent keeps its result, unless a non-empty
+  /// `budget` replaces the run's limits (then it searches on). Refuses a
+  /// device other than the one the run was measured on.
   LoopResult Resume(const std::string& run_id,
                     const std::optional<BudgetLimits>& budget = std::nullopt);
 
@@ -214,6 +216,8 @@ class Tuner {
   NodeProfiler* profiler_ = nullptr;
   bool profiler_broken_ = false;  ///< it failed in a way the next node would repeat
   LoopOptions options_;
+  /// Resumed with new limits: tasks that spent their share search again.
+  bool search_spent_tasks_ = false;
   std::atomic<bool> stop_{false};
   double gpu_busy_s_ = 0;
   double profile_s_ = 0;
