@@ -177,7 +177,12 @@ TEST(KOPT_SUITE, GeneratedAndTemplateKernelsPassTheVerifier) {
   for (const auto& v : verified) std::cout << "verified on " << kDevice << ": " << v << "\n";
   for (const auto& s : skipped) std::cout << "not emulatable: " << s << "\n";
   // Every op class of tests/data/host_emulation reached the verifier.
-  EXPECT_GE(verified.size(), 18u);
+  EXPECT_GE(verified.size(), 29u);
+  // The losses over every element (an explicit mean of |p - t| with a
+  // weight, an absmax, nn.MSELoss, F.huber_loss summed) through the total
+  // kernel: a row kernel, then the row values combined by one block.
+  for (const char* task : {"l1_loss_total", "max_abs_total", "mse_loss_op", "huber_loss_sum"})
+    EXPECT_TRUE(verified.count(std::string(task) + ": fused total kernel")) << task;
   // The depthwise tasks (3x3; 3x5 stride (1, 2) + ReLU6; 5x5 stride 2,
   // dilation 2, bias, multiplier 2) each reached it through the template.
   for (const char* task :

@@ -588,6 +588,31 @@ class Builder {
         return false;
       }
       e = fmt::format("kopt_clamp({}, {}, {})", x->expr, lo, hi);
+    } else if (b == "mse_loss" || b == "l1_loss" || b == "smooth_l1_loss" || b == "huber_loss") {
+      // Per element (reduction "none"); a mean or sum over everything is
+      // FuseTotal's rewrite into this and a total reduction.
+      if (NumArg(n, 2, "reduction", 1) != 0) {
+        *why = n.op + " reduces over every element (reduction mean or sum)";
+        return false;
+      }
+      const Operand* x = op(0);
+      const Operand* y = x ? op(1) : nullptr;
+      if (!y) return false;
+      const std::string d = fmt::format("({} - {})", x->expr, y->expr);
+      const std::string ad = fmt::format("fabsf{}", d);
+      if (b == "mse_loss") e = fmt::format("kopt_sq{}", d);
+      if (b == "l1_loss") e = ad;
+      if (b == "smooth_l1_loss") {
+        const double beta = NumArg(n, 3, "beta", 1.0);
+        e = beta == 0 ? ad
+                      : fmt::format("({0} < {1} ? 0.5f * {0} * {0} / {1} : {0} - 0.5f * {1})", ad,
+                                    FloatLiteral(beta));
+      }
+      if (b == "huber_loss") {
+        const double delta = NumArg(n, 3, "delta", 1.0);
+        e = fmt::format("({0} < {1} ? 0.5f * {0} * {0} : {1} * ({0} - 0.5f * {1}))", ad,
+                        FloatLiteral(delta));
+      }
     } else if (b == "leaky_relu") {
       const Operand* x = op(0);
       if (!x) return false;
@@ -1965,8 +1990,157 @@ __device__ __forceinline__ void kopt_row_online(float& m, float& s, float* red, 
 
 }  // namespace
 
+// A loss: the forward's one output reduces everything before it
+// (mean((p - t) ** 2), sum(|p - t|), amax of a chain). The same graph with
+// that reduction over the last dim only is a row kernel (one value per row,
+// every row read once); a second kernel of one block then combines the row
+// values in a fixed order. Rows too few to fill the GPU are refused.
+FusionResult FuseTotal(const OpGraph& graph, const std::string& why_whole) {
+  FusionResult none;
+  none.why_not = why_whole;
+  if (graph.outputs.size() != 1 || graph.nodes.empty()) return none;
+  OpGraph g = graph;
+  // A loss op that reduces (mse_loss with reduction mean) becomes the
+  // loss per element, then a mean or sum over everything.
+  static const std::set<std::string> kLosses = {"mse_loss", "l1_loss", "smooth_l1_loss",
+                                                "huber_loss"};
+  if (const GraphNode& l = g.nodes.back();
+      kLosses.count(l.base) && l.in.size() == 2 && l.out.size() == 1 && l.out[0] == g.outputs[0]) {
+    const Json* red = OpGraph::Arg(l, 2, "reduction");
+    const int reduction = red && red->is_number_integer() ? red->get<int>() : 1;
+    if (reduction != 1 && reduction != 2) return none;
+    GraphValue per = g.Value(l.in[0]);
+    per.id = static_cast<int>(g.values.size());
+    per.source = "op";
+    per.node = static_cast<int>(g.nodes.size()) - 1;
+    per.output = 0;
+    per.abi_index = -1;
+    per.role.clear();
+    per.name.clear();
+    g.values.push_back(per);
+    GraphNode total;
+    total.index = static_cast<int>(g.nodes.size());
+    total.base = reduction == 1 ? "mean" : "sum";
+    total.op = "aten::" + total.base;
+    total.args = Json::array({Json{{"v", per.id}}});
+    total.in = {per.id};
+    total.out = {g.nodes.back().out[0]};
+    g.values.at(static_cast<std::size_t>(total.out[0])).node = total.index;
+    GraphNode& loss = g.nodes.back();
+    const Json* extra = OpGraph::Arg(loss, 3, loss.base == "huber_loss" ? "delta" : "beta");
+    Json args = Json::array({loss.args.at(0), loss.args.at(1), 0});
+    if (extra) args.push_back(*extra);
+    loss.args = args;
+    loss.kwargs = Json::object();
+    loss.out = {per.id};
+    g.nodes.push_back(total);
+  }
+  const GraphNode& last = g.nodes.back();
+  static const std::set<std::string> kTotals = {"sum", "mean", "amax", "amin", "max", "min"};
+  if (!kTotals.count(last.base) || last.out.size() != 1 || last.out[0] != g.outputs[0] ||
+      last.in.empty())
+    return none;
+  const GraphValue x = g.Value(last.in[0]);
+  const GraphValue y = g.Value(last.out[0]);
+  const int rank = static_cast<int>(x.shape.size());
+  if (y.Numel() != 1 || rank < 2 || x.Numel() <= 1 || x.dtype != "float32" || y.dtype != "float32")
+    return none;
+  if (const Json* dt = OpGraph::Arg(last, 99, "dtype"); dt && !dt->is_null()) return none;
+  // Every dim reduced: no dim (or an empty list), or each dim listed.
+  const Json* d = OpGraph::Arg(last, 1, "dim");
+  bool all = !d || d->is_null() || (d->is_array() && d->empty());
+  if (!all && d->is_array() && static_cast<int>(d->size()) == rank) {
+    std::set<int> dims;
+    for (const Json& e : *d)
+      if (e.is_number_integer()) dims.insert((e.get<int>() % rank + rank) % rank);
+    all = static_cast<int>(dims.size()) == rank;
+  }
+  if (!all) return none;
+  const long long cols = x.shape.back();
+  const long long rows = x.Numel() / std::max(1LL, cols);
+  if (rows < 256) {
+    none.why_not = fmt::format("{}; as rows of [{}], {} row(s) are too few to spread over the GPU",
+                               why_whole, fmt::join(x.shape, ","), rows);
+    return none;
+  }
+  const std::string base = last.base;
+  GraphNode& n = g.nodes.back();
+  n.args = Json::array({n.args.at(0), Json::array({rank - 1}), false});
+  n.kwargs = Json::object();
+  g.values.at(static_cast<std::size_t>(y.id)).shape.assign(x.shape.begin(), x.shape.end() - 1);
+  FusionResult per_row = Builder(g, 0, g.outputs, false).Run();
+  if (!per_row.kernel || per_row.kernel->kind != "row" || per_row.kernel->shape_input < 0)
+    return none;
+  FusedKernel k = *per_row.kernel;
+  const std::string exported = "extern \"C\" int kopt_forward(";
+  const std::size_t at = k.source.find(exported);
+  if (at == std::string::npos) return none;
+  k.source.replace(at, exported.size(), "static int kopt_forward_rows(");
+  const bool is_max = base == "amax" || base == "max", is_min = base == "amin" || base == "min";
+  const std::string identity = is_max ? "-INFINITY" : is_min ? "INFINITY" : "0.0f";
+  // max and min keep a NaN, as torch.amax does.
+  const std::string combine = is_max   ? "(a != a || a >= b) ? a : b"
+                              : is_min ? "(a != a || a <= b) ? a : b"
+                                       : "a + b";
+  k.source +=
+      fmt::format(R"(
+#include <kopt/scratch.h>
+
+// The total: the row values combined by one block in a fixed order (the
+// same bits on every call).
+__device__ __forceinline__ float kopt_total_op(float a, float b) {{ return {1}; }}
+
+__global__ void __launch_bounds__(1024) kopt_total_kernel(const float* __restrict__ part,
+                                                          int64_t rows, float scale,
+                                                          float* __restrict__ out) {{
+  __shared__ float red[1024];
+  float acc = {0};
+  for (int64_t i = threadIdx.x; i < rows; i += blockDim.x) acc = kopt_total_op(acc, part[i]);
+  red[threadIdx.x] = acc;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {{
+    if ((int)threadIdx.x < s) red[threadIdx.x] = kopt_total_op(red[threadIdx.x], red[threadIdx.x + s]);
+    __syncthreads();
+  }}
+  if (threadIdx.x == 0) out[0] = red[0] * scale;
+}}
+
+extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, int n_out,
+                            kopt_stream stream) {{
+  if (n_in <= {2} || n_out != 1) return 1;
+  if (out[0].dtype != KOPT_FLOAT32 || kopt_numel(out[0]) != 1) return 6;
+  const kopt_tensor& F = in[{2}];
+  if (F.ndim < 1) return 2;
+  const int64_t cols = F.shape[F.ndim - 1];
+  const int64_t rows = cols > 0 ? kopt_numel(F) / cols : 0;
+  if (rows <= 0) return 8;
+  float* part = static_cast<float*>(kopt_scratch(sizeof(float) * (size_t)rows));
+  if (!part) return 9;
+  kopt_tensor r = out[0];
+  r.data = part;
+  r.ndim = 1;
+  r.shape[0] = rows;
+  r.strides[0] = 1;
+  const int rc = kopt_forward_rows(in, n_in, &r, 1, stream);
+  if (rc != 0) return rc;
+  kopt_total_kernel<<<1, 1024, 0, (cudaStream_t)stream>>>(part, rows, {3}, static_cast<float*>(out[0].data));
+  return (int)cudaGetLastError();
+}}
+)",
+                  identity, combine, k.shape_input, base == "mean" ? "1.0f / (float)rows" : "1.0f");
+  k.kind = "total";
+  k.about += fmt::format(", then one block combines the {} row values in a fixed order", rows);
+  k.ops = per_row.kernel->ops;
+  k.output_rows = {false};
+  FusionResult r;
+  r.kernel = std::move(k);
+  return r;
+}
+
 FusionResult FuseGraph(const OpGraph& graph) {
-  return Builder(graph, 0, graph.outputs, false).Run();
+  FusionResult r = Builder(graph, 0, graph.outputs, false).Run();
+  if (r.kernel) return r;
+  return FuseTotal(graph, r.why_not);
 }
 
 FusionResult FuseTail(const OpGraph& graph, std::size_t first_node) {

@@ -7,7 +7,11 @@
 // What it covers: every value of the graph is, relative to the iteration
 // shape F (the shape the elementwise work runs over), either an element value
 // (F's shape, or an ABI input broadcast to it) or a row value (one per row of
-// F's last dimension, made by a reduction over that dimension). Matrix ops,
+// F's last dimension, made by a reduction over that dimension). A graph whose
+// one output reduces everything (a loss: mean((p - t) ** 2), nn.MSELoss,
+// F.huber_loss summed, an absmax) is a "total" kernel: the row kernel of
+// that reduction over the last dim, then one block combining the row values
+// in a fixed order. Matrix ops,
 // convolutions, reductions over other dimensions, data-dependent indexing and
 // constants made inside the forward are outside it: FuseGraph says which op
 // stopped it.
@@ -23,7 +27,7 @@ namespace kopt {
 
 struct FusedKernel {
   std::string kind;    ///< "elementwise" (one pass), "row" (a block or warp per row), "column" (a
-                       ///< thread per line)
+                       ///< thread per line), "total" (rows, then their values combined)
   std::string source;  ///< a complete cuda candidate, with knob lines
   std::string about;   ///< one line: what it fuses and how
   std::vector<std::string> ops;  ///< the aten ops it replaces, in graph order

@@ -74,6 +74,8 @@ TEST(Fusion, ElementwiseAndRowChainsOfTheSuiteBecomeOneKernel) {
       // Reductions over a dim other than the last: a thread per line.
       {"level1_10_sum_dim", "column"},
       {"level1_12_max_dim", "column"},
+      // A loss: a row kernel, then one block adds the row values.
+      {"level1_19_mse_loss", "total"},
   };
   for (const auto& [name, kind] : expect) {
     const auto it = all.find(name);
@@ -109,7 +111,25 @@ TEST(Fusion, ColumnKernelsSplitLinesAcrossThreadsWhenTheLinesAreFew) {
 TEST(Fusion, SaysWhichOpStopsIt) {
   const auto all = AllGraphs();
   EXPECT_NE(all.at("level1_21_matmul_square").why_not.find("matrix"), std::string::npos);
-  EXPECT_NE(all.at("level1_19_mse_loss").why_not.find("several dims"), std::string::npos);
+}
+
+// mean((p - t) ** 2) over [8192, 8192]: the row kernel's mean per row, then
+// the mean of the 8192 row means. Too few rows (a [64, 1M] tensor) to fill
+// the GPU: refused, saying why.
+TEST(Fusion, ATotalReductionIsARowKernelAndAFixedOrderCombine) {
+  OpGraph g = Graph("level1_19_mse_loss");
+  const FusionResult r = FuseGraph(g);
+  ASSERT_TRUE(r.kernel) << r.why_not;
+  EXPECT_EQ(r.kernel->kind, "total");
+  EXPECT_NE(r.kernel->about.find("combines the 8192 row values"), std::string::npos)
+      << r.kernel->about;
+  EXPECT_NE(r.kernel->source.find("static int kopt_forward_rows("), std::string::npos);
+  EXPECT_NE(r.kernel->source.find("1.0f / (float)rows"), std::string::npos);
+  for (int id : {0, 1, 2, 3}) g.values[static_cast<std::size_t>(id)].shape = {64, 1 << 20};
+  const FusionResult few = FuseGraph(g);
+  EXPECT_FALSE(few.kernel);
+  EXPECT_NE(few.why_not.find("several dims"), std::string::npos) << few.why_not;
+  EXPECT_NE(few.why_not.find("64 row(s) are too few"), std::string::npos) << few.why_not;
 }
 
 TEST(Fusion, RowKernelPassesFollowTheirDependencies) {
