@@ -14,7 +14,11 @@
 #   bench/suite_call.sh OUT DEADLINE_S [RUN_ID] [-- extra optimize args]
 #
 # First call: no RUN_ID (extra args such as --profile none go to optimize).
-# Next calls: copy OUT/state.tgz.* into .devbin, pass RUN_ID.
+# Next calls: RUN_ID `last` (the store's newest run). On the same warm
+# machine the store is still in .kopt/cache: copy nothing and issue the call
+# at once (a machine goes back after 30 s idle). On a fresh one, copy
+# OUT/state.tgz.* into .devbin first (same card only: kopt refuses a resume
+# on another GPU).
 set -u
 OUT=$1; DEADLINE=$2; shift 2
 RUN=""

@@ -496,7 +496,7 @@ void AddOptimizeCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--out", args->out,
                   "Write each task's best candidate here as it is found (<out>/<task>/best.*)");
   cmd->add_option("--resume", args->resume,
-                  "Continue a run (its id or a unique prefix; see kopt runs)");
+                  "Continue a run (its id, a unique prefix, or last: the newest; see kopt runs)");
   cmd->add_option("--store", args->store,
                   "The run store (default: $KOPT_RUNS, else <cache>/runs.db)");
   cmd->add_option(

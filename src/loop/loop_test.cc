@@ -815,10 +815,10 @@ TEST(Loop, AResumedRunKeepsTheTasksThatSpentTheirShare) {
     EXPECT_GT(store->ListOutcomes(run_id, 2).size(), 0u) << r.tasks[2].error;
     EXPECT_EQ(r.spent.candidates, 12);
   }
-  // New limits: the tasks search on.
+  // New limits: the tasks search on ("last": the store's newest run).
   CountingRunner third(MakeReplayRunner(d));
   Tuner tuner(&third, store.get(), o);
-  tuner.Resume(run_id, ParseBudget("candidates=24"));
+  EXPECT_EQ(tuner.Resume("last", ParseBudget("candidates=24")).run_id, run_id);
   EXPECT_GT(store->ListOutcomes(run_id, 0).size(), first_task);
 }
 

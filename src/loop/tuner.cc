@@ -264,7 +264,14 @@ LoopResult Tuner::Run(const std::vector<LoopTask>& tasks) {
 }
 
 LoopResult Tuner::Resume(const std::string& run_id, const std::optional<BudgetLimits>& limits) {
-  auto run = store_->FindRun(run_id);
+  // "last": the newest run of the store (a script's next call need not know
+  // the id the first call made).
+  std::optional<RunRecord> run;
+  if (run_id == "last") {
+    if (auto newest = store_->ListRuns(1); !newest.empty()) run = newest.front().run;
+  } else {
+    run = store_->FindRun(run_id);
+  }
   if (!run)
     throw Error("there is no run " + run_id +
                 " in the run store: see kopt runs for the runs it holds.");

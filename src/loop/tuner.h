@@ -195,7 +195,8 @@ class Tuner {
   /// what was in flight when it stopped is measured first. A task whose
   /// share of the budget was spent keeps its result, unless a non-empty
   /// `budget` replaces the run's limits (then it searches on). Refuses a
-  /// device other than the one the run was measured on.
+  /// device other than the one the run was measured on. `run_id` may be an
+  /// id, a unique prefix of one, or "last" (the store's newest run).
   LoopResult Resume(const std::string& run_id,
                     const std::optional<BudgetLimits>& budget = std::nullopt);
 
