@@ -177,7 +177,14 @@ TEST(KOPT_SUITE, GeneratedAndTemplateKernelsPassTheVerifier) {
   for (const auto& v : verified) std::cout << "verified on " << kDevice << ": " << v << "\n";
   for (const auto& s : skipped) std::cout << "not emulatable: " << s << "\n";
   // Every op class of tests/data/host_emulation reached the verifier.
-  EXPECT_GE(verified.size(), 29u);
+  EXPECT_GE(verified.size(), 35u);
+  // Reductions over several trailing dims (a mean over H and W, a layer norm
+  // over [C, H, W], an amax over the last two) as one row each, with inputs
+  // constant along rows (a bias [C, 1, 1]) or broadcast in the rows' shape
+  // (a bias [C] beside the pooled [N, C]) read once per row.
+  for (const char* task :
+       {"se_gate_hw_mean", "layernorm_chw", "amax_hw", "gap_bias_gelu", "rowmean_bias_tanh"})
+    EXPECT_TRUE(verified.count(std::string(task) + ": fused row kernel")) << task;
   // The losses over every element (an explicit mean of |p - t| with a
   // weight, an absmax, nn.MSELoss, F.huber_loss summed) through the total
   // kernel: a row kernel, then the row values combined by one block.

@@ -59,6 +59,9 @@ struct Leaf {
       shape;          ///< as the graph uses it (a view of the input keeps its memory order)
   bool full = false;  ///< the same number of elements as F: read at the linear index
   bool col = false;   ///< one value per column of F ([C], [1, C]): read at i % cols
+  /// Broadcast against the rows' shape (F without its reduced dim: a bias
+  /// [C] added to a mean over H and W of [N, C, H, W]): read at the row index.
+  bool lead = false;
   std::string dtype = "float32";  ///< its element type in memory (read as float)
 };
 
@@ -146,8 +149,10 @@ class Builder {
   /// before `first` are the kernel's inputs like the ABI inputs; with
   /// `region` set, in[] is numbered in order of first use (FusedKernel::inputs)
   /// instead of by ABI index.
-  Builder(const OpGraph& g, std::size_t first, std::vector<int> outputs, bool region)
-      : g_(g), first_(first), outputs_(std::move(outputs)), region_(region) {}
+  /// `trail` > 1: the graph's shapes merge F's last `trail` dims into one
+  /// (MergeTrailingDims); at run time cols is their product.
+  Builder(const OpGraph& g, std::size_t first, std::vector<int> outputs, bool region, int trail = 1)
+      : g_(g), first_(first), outputs_(std::move(outputs)), region_(region), trail_(trail) {}
 
   FusionResult Run() {
     FusionResult r;
@@ -201,6 +206,7 @@ class Builder {
         const GraphValue& x = g_.Value(n.in[0]);
         if (x.Numel() >= best) {
           p_.F = x.shape;
+          reduces_ = true;
           // A reduction over another dim than the last, of a line longer
           // than one: the column kernel.
           if (auto d = ReductionDim(n, x.shape);
@@ -293,8 +299,34 @@ class Builder {
     return AddLeaf(id, index, v.shape, v.dtype, why);
   }
 
+  /// F without its reduced dim: the shape of one value per row.
+  std::vector<long long> RowsShape() const {
+    std::vector<long long> r = p_.F;
+    r.erase(r.begin() + RDim());
+    return r;
+  }
+
   const Val* AddLeaf(int id, int abi, const std::vector<long long>& shape, const std::string& dtype,
                      std::string* why) {
+    if (!BroadcastsTo(shape, p_.F) && reduces_ && !Column() && !shape.empty() &&
+        BroadcastsTo(shape, RowsShape())) {
+      // Met only beside per-row values (torch aligned it against them): a
+      // row value, read at the row's index into the rows' shape.
+      Leaf l;
+      l.abi = abi;
+      l.shape = shape;
+      l.dtype = dtype;
+      l.lead = true;
+      p_.leaves.push_back(l);
+      Val val;
+      val.kind = Kind::kRow;
+      val.leaf = static_cast<int>(p_.leaves.size()) - 1;
+      val.name = p_.NewName("r");
+      val.dtype = dtype;
+      Define(Kind::kRow, val.name,
+             fmt::format("kopt_f(__ldg(a.p{0} + kopt_bidx(a.b{0}, row)))", val.leaf), {});
+      return &(vals_[id] = val);
+    }
     if (!BroadcastsTo(shape, p_.F)) {
       *why = fmt::format("input {} of shape [{}] does not broadcast to [{}]", abi,
                          fmt::join(shape, ","), fmt::join(p_.F, ","));
@@ -308,6 +340,20 @@ class Builder {
     l.col =
         !l.full && !shape.empty() && shape.back() == Cols() && Numel(shape) == Cols() && Cols() > 1;
     p_.leaves.push_back(l);
+    if (reduces_ && !Column() && !l.full && !l.col && Cols() > 1 &&
+        (shape.empty() || shape.back() == 1)) {
+      // Constant along each row (a per-channel bias [C, 1, 1] beside a mean
+      // over H and W): a row value, read once per row at the row's first
+      // element, so it can meet the row's statistics before any element op.
+      Val val;
+      val.kind = Kind::kRow;
+      val.leaf = static_cast<int>(p_.leaves.size()) - 1;
+      val.name = p_.NewName("r");
+      val.dtype = dtype;
+      Define(Kind::kRow, val.name,
+             fmt::format("kopt_f(__ldg(a.p{0} + kopt_bidx(a.b{0}, base)))", val.leaf), {});
+      return &(vals_[id] = val);
+    }
     Val val;
     val.kind = Kind::kElem;
     val.leaf = static_cast<int>(p_.leaves.size()) - 1;
@@ -1097,7 +1143,15 @@ class Builder {
     if (shape_src.empty()) shape_src = "in[0]";
     s += fmt::format("  const kopt_tensor& F = {};\n", shape_src);
     s += "  if (F.ndim < 1) return 2;\n";
-    s += "  const int64_t n = kopt_numel(F);\n  const int64_t cols = F.shape[F.ndim - 1];\n";
+    if (trail_ > 1)
+      s += fmt::format(
+          "  // The reduction spans F's last {0} dims: one row is their product.\n"
+          "  if (F.ndim < {0}) return 2;\n"
+          "  const int64_t n = kopt_numel(F);\n  int64_t cols = 1;\n"
+          "  for (int d = F.ndim - {0}; d < F.ndim; ++d) cols *= F.shape[d];\n",
+          trail_);
+    else
+      s += "  const int64_t n = kopt_numel(F);\n  const int64_t cols = F.shape[F.ndim - 1];\n";
     s += "  const int64_t rows = " + rows + ";\n  (void)rows;\n";
     s += "  Args a;\n  a.cols = cols;\n  a.cv = false;\n";
     for (std::size_t l = 0; l < p_.leaves.size(); ++l) {
@@ -1108,6 +1162,18 @@ class Builder {
           leaf.abi, l, AbiDtype(CType(leaf.dtype)), CType(leaf.dtype));
       if (leaf.full)
         s += fmt::format("  if (kopt_numel(in[{}]) != n) return 4;\n", leaf.abi);
+      else if (leaf.lead)
+        s += fmt::format(
+            "  {{\n    // The rows' shape: F without its last {1} dim(s).\n"
+            "    kopt_tensor R = F;\n    R.ndim = F.ndim - {1};\n"
+            "    if (R.ndim < 0 || !kopt_make_bcast(in[{0}], R, &a.b{2})) return 4;\n  }}\n",
+            leaf.abi, trail_, l);
+      else if (leaf.col && trail_ > 1)
+        s += fmt::format(
+            "  if (kopt_numel(in[{0}]) != cols || in[{0}].ndim < {1}) return 4;\n"
+            "  for (int d = 1; d <= {1}; ++d)\n"
+            "    if (in[{0}].shape[in[{0}].ndim - d] != F.shape[F.ndim - d]) return 4;\n",
+            leaf.abi, trail_);
       else if (leaf.col)
         s += fmt::format(
             "  if (kopt_numel(in[{0}]) != cols || in[{0}].shape[in[{0}].ndim - 1] != cols) return "
@@ -1992,6 +2058,8 @@ __device__ __forceinline__ void kopt_row_online(float& m, float& s, float* red, 
   std::vector<int> outputs_;
   bool region_ = false;
   int rdim_ = -1;            ///< the reduced dim when it is not F's last (see RDim)
+  int trail_ = 1;            ///< F's trailing dims merged into its last (see the constructor)
+  bool reduces_ = false;     ///< F is the input of a reduction (a row or column kernel)
   std::vector<int> inputs_;  ///< region: in[] as value ids
   Program p_;
   std::map<int, Val> vals_;
@@ -2146,14 +2214,142 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
   return r;
 }
 
+// Reductions over several trailing dims (a mean over H and W, a layer norm
+// over [C, H, W]) are reductions over one dim of the same memory seen with
+// those dims merged. The graph with every shape merged so, and the number of
+// dims merged; nullopt when a reduction of nodes [first, end) spans other
+// dims, or a value read there cannot be merged (its trailing dims neither
+// all 1 nor F's).
+struct Merged {
+  OpGraph graph;
+  int trail = 1;
+};
+
+std::optional<Merged> MergeTrailingDims(const OpGraph& graph, std::size_t first) {
+  auto dims_of = [](const GraphNode& n, int rank) -> std::optional<std::set<int>> {
+    std::set<int> dims;
+    if (n.base == "native_layer_norm") {
+      const Json* ns = OpGraph::Arg(n, 1, "normalized_shape");
+      if (!ns || !ns->is_array() || ns->empty() || static_cast<int>(ns->size()) > rank)
+        return std::nullopt;
+      for (int d = rank - static_cast<int>(ns->size()); d < rank; ++d) dims.insert(d);
+      return dims;
+    }
+    const Json* d =
+        OpGraph::Arg(n, n.base == "linalg_vector_norm" || n.base == "norm" ? 2 : 1, "dim");
+    if (!d || !d->is_array() || d->empty()) return std::nullopt;
+    for (const Json& e : *d) {
+      if (!e.is_number_integer()) return std::nullopt;
+      const int v = e.get<int>() < 0 ? e.get<int>() + rank : e.get<int>();
+      if (v < 0 || v >= rank) return std::nullopt;
+      dims.insert(v);
+    }
+    return dims;
+  };
+  static const std::set<std::string> kMergeable = {"sum",       "mean",
+                                                   "amax",      "amin",
+                                                   "var",       "std",
+                                                   "var_mean",  "std_mean",
+                                                   "logsumexp", "linalg_vector_norm",
+                                                   "norm",      "native_layer_norm"};
+  // The first reduction over two or more trailing dims sets F and k.
+  std::vector<long long> T;
+  int k = -1;
+  for (std::size_t i = first; i < graph.nodes.size() && k < 0; ++i) {
+    const GraphNode& n = graph.nodes[i];
+    if (!kMergeable.count(n.base) || n.in.empty()) continue;
+    const std::vector<long long>& x = graph.Value(n.in[0]).shape;
+    const int rank = static_cast<int>(x.size());
+    auto dims = dims_of(n, rank);
+    if (!dims || dims->size() < 2 || *dims->rbegin() != rank - 1 ||
+        *dims->begin() != rank - static_cast<int>(dims->size()))
+      return std::nullopt;
+    T = x;
+    k = *dims->begin();
+  }
+  // k == 0 reduces everything: FuseTotal spreads that over rows instead.
+  if (k <= 0) return std::nullopt;
+  const int rank = static_cast<int>(T.size());
+  const std::vector<long long> lead(T.begin(), T.begin() + k), tail(T.begin() + k, T.end());
+  long long P = 1;
+  for (long long d : tail) P *= d;
+  // A value's merged shape, or nullopt.
+  auto merge = [&](const std::vector<long long>& s) -> std::optional<std::vector<long long>> {
+    if (s == lead) return s;  // one value per row, the merged dims dropped
+    // Aligned by torch against per-row values (a bias [C] added to the
+    // mean over H and W): the generator reads it in the rows' shape.
+    if (BroadcastsTo(s, lead) && !BroadcastsTo(s, T)) return s;
+    if (static_cast<int>(s.size()) > rank) return std::nullopt;
+    std::vector<long long> a(static_cast<std::size_t>(rank) - s.size(), 1);
+    a.insert(a.end(), s.begin(), s.end());
+    const std::vector<long long> t(a.begin() + k, a.end());
+    std::vector<long long> m(a.begin(), a.begin() + k);
+    if (t == tail)
+      m.push_back(P);
+    else if (std::all_of(t.begin(), t.end(), [](long long d) { return d == 1; }))
+      m.push_back(1);
+    else
+      return std::nullopt;
+    // Drop the ones put in front (a bias [C, 1, 1] stays [C, 1]).
+    const std::size_t added = static_cast<std::size_t>(rank) - s.size();
+    std::size_t drop = std::min(added, m.size() - 1);
+    m.erase(m.begin(), m.begin() + static_cast<std::ptrdiff_t>(drop));
+    return m;
+  };
+  Merged out;
+  out.graph = graph;
+  out.trail = rank - k;
+  OpGraph& g = out.graph;
+  std::set<int> touched;
+  for (std::size_t i = first; i < g.nodes.size(); ++i) {
+    GraphNode& n = g.nodes[i];
+    for (int v : n.in) touched.insert(v);
+    for (int v : n.out) touched.insert(v);
+    if (kMergeable.count(n.base) && !n.in.empty()) {
+      auto dims = dims_of(n, static_cast<int>(g.Value(n.in[0]).shape.size()));
+      if (!dims || static_cast<int>(dims->size()) != rank - k || *dims->begin() != k ||
+          g.Value(n.in[0]).shape != T)
+        return std::nullopt;  // another reduction: the generator would refuse anyway
+      if (n.base == "native_layer_norm") {
+        if (n.kwargs.contains("normalized_shape"))
+          n.kwargs["normalized_shape"] = Json::array({P});
+        else
+          n.args.at(1) = Json::array({P});
+      } else {
+        const bool norm = n.base == "linalg_vector_norm" || n.base == "norm";
+        if (n.kwargs.contains("dim"))
+          n.kwargs["dim"] = Json::array({k});
+        else
+          n.args.at(norm ? 2 : 1) = Json::array({k});
+      }
+    }
+  }
+  for (int id : touched) {
+    GraphValue& v = g.values.at(static_cast<std::size_t>(id));
+    auto m = merge(v.shape);
+    if (!m) return std::nullopt;
+    v.shape = *m;
+  }
+  return out;
+}
+
 FusionResult FuseGraph(const OpGraph& graph) {
   FusionResult r = Builder(graph, 0, graph.outputs, false).Run();
   if (r.kernel) return r;
+  if (auto m = MergeTrailingDims(graph, 0))
+    if (FusionResult mr = Builder(m->graph, 0, m->graph.outputs, false, m->trail).Run(); mr.kernel)
+      return mr;
   return FuseTotal(graph, r.why_not);
 }
 
 FusionResult FuseTail(const OpGraph& graph, std::size_t first_node) {
-  return Builder(graph, first_node, graph.outputs, true).Run();
+  FusionResult r = Builder(graph, first_node, graph.outputs, true).Run();
+  if (r.kernel) return r;
+  if (auto m = MergeTrailingDims(graph, first_node))
+    if (FusionResult mr = Builder(m->graph, first_node, m->graph.outputs, true, m->trail).Run();
+        mr.kernel)
+      return mr;
+  return r;
 }
 
 }  // namespace kopt

@@ -11,7 +11,11 @@
 // one output reduces everything (a loss: mean((p - t) ** 2), nn.MSELoss,
 // F.huber_loss summed, an absmax) is a "total" kernel: the row kernel of
 // that reduction over the last dim, then one block combining the row values
-// in a fixed order. Matrix ops,
+// in a fixed order. A reduction over several trailing dims (a mean over H
+// and W, a layer norm over [C, H, W]) is a row reduction over those dims
+// merged into one. Inputs constant along each row (a bias [C, 1, 1]) or
+// broadcast in the rows' shape (a bias [C] added to the pooled [N, C]) are
+// row values, read once per row. Matrix ops,
 // convolutions, reductions over other dimensions, data-dependent indexing and
 // constants made inside the forward are outside it: FuseGraph says which op
 // stopped it.
