@@ -299,6 +299,20 @@ class Builder {
     return AddLeaf(id, index, v.shape, v.dtype, why);
   }
 
+  /// The last leaf added, as a row value of `id`: one read per row, at
+  /// broadcast index `at` ("row": into the rows' shape; "base": the row's
+  /// first element of F).
+  const Val* RowLeaf(int id, const std::string& dtype, const std::string& at) {
+    Val val;
+    val.kind = Kind::kRow;
+    val.leaf = static_cast<int>(p_.leaves.size()) - 1;
+    val.name = p_.NewName("r");
+    val.dtype = dtype;
+    Define(Kind::kRow, val.name,
+           fmt::format("kopt_f(__ldg(a.p{0} + kopt_bidx(a.b{0}, {1})))", val.leaf, at), {});
+    return &(vals_[id] = val);
+  }
+
   /// F without its reduced dim: the shape of one value per row.
   std::vector<long long> RowsShape() const {
     std::vector<long long> r = p_.F;
@@ -318,14 +332,7 @@ class Builder {
       l.dtype = dtype;
       l.lead = true;
       p_.leaves.push_back(l);
-      Val val;
-      val.kind = Kind::kRow;
-      val.leaf = static_cast<int>(p_.leaves.size()) - 1;
-      val.name = p_.NewName("r");
-      val.dtype = dtype;
-      Define(Kind::kRow, val.name,
-             fmt::format("kopt_f(__ldg(a.p{0} + kopt_bidx(a.b{0}, row)))", val.leaf), {});
-      return &(vals_[id] = val);
+      return RowLeaf(id, dtype, "row");
     }
     if (!BroadcastsTo(shape, p_.F)) {
       *why = fmt::format("input {} of shape [{}] does not broadcast to [{}]", abi,
@@ -345,14 +352,7 @@ class Builder {
       // Constant along each row (a per-channel bias [C, 1, 1] beside a mean
       // over H and W): a row value, read once per row at the row's first
       // element, so it can meet the row's statistics before any element op.
-      Val val;
-      val.kind = Kind::kRow;
-      val.leaf = static_cast<int>(p_.leaves.size()) - 1;
-      val.name = p_.NewName("r");
-      val.dtype = dtype;
-      Define(Kind::kRow, val.name,
-             fmt::format("kopt_f(__ldg(a.p{0} + kopt_bidx(a.b{0}, base)))", val.leaf), {});
-      return &(vals_[id] = val);
+      return RowLeaf(id, dtype, "base");
     }
     Val val;
     val.kind = Kind::kElem;
