@@ -173,7 +173,7 @@ Context MakeContext(const CommonOptions& o) {
     int cc = o.device.rfind("cuda", 0) == 0 ? CudaComputeCapability(0) : 0;
     // A CPU worker can run only host builds of cuda candidates (their kernels
     // emulated on the CPU: include/kopt/host_cuda.h), so that is its default.
-    c.arch = o.device == "cpu" ? kHostArch : cc ? fmt::format("sm_{}", cc) : "sm_90";
+    c.arch = o.device == "cpu" ? kHostArch : NativeArch(cc);
   }
   BuilderOptions bo;
   bo.cache_dir = c.cache_dir / "builds";

@@ -57,8 +57,7 @@ Json ReadProvenance(const std::string& arg) {
 // emulated) exports for this machine's GPU, else sm_90, like an unset arch.
 std::string DefaultArch(const std::string& arch) {
   if (!arch.empty() && arch != kHostArch) return arch;
-  int cc = CudaComputeCapability(0);
-  return cc ? fmt::format("sm_{}", cc) : "sm_90";
+  return NativeArch(CudaComputeCapability(0));
 }
 
 void PrintFiles(const ExportedFiles& files) {
@@ -184,10 +183,7 @@ int RunExport(const ExportArgs& a) {
   r.name = a.name;
   // As the other commands choose it: the GPU's own arch, else sm_90.
   r.arch = a.arch == kHostArch ? "" : a.arch;
-  if (r.arch.empty()) {
-    int cc = CudaComputeCapability(0);
-    r.arch = cc ? fmt::format("sm_{}", cc) : "sm_90";
-  }
+  if (r.arch.empty()) r.arch = NativeArch(CudaComputeCapability(0));
   BuilderOptions builder;
   builder.arch = r.arch;
   r.recipe = ExportRecipe(builder, cand);

@@ -37,9 +37,15 @@ int CudaComputeCapability(int ordinal) {
   auto attr = reinterpret_cast<AttrFn>(::dlsym(lib, "cuDeviceGetAttribute"));
   int dev = 0, major = 0, minor = 0;
   // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75, _MINOR = 76.
-  if (!get || !attr || get(&dev, ordinal) != 0 || attr(&major, 75, dev) != 0 || attr(&minor, 76, dev) != 0)
+  if (!get || !attr || get(&dev, ordinal) != 0 || attr(&major, 75, dev) != 0 ||
+      attr(&minor, 76, dev) != 0)
     return 0;
   return major * 10 + minor;
+}
+
+std::string NativeArch(int cc) {
+  if (cc == 90) return "sm_90a";
+  return cc > 0 ? "sm_" + std::to_string(cc) : "sm_90";
 }
 
 }  // namespace kopt

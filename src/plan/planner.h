@@ -67,9 +67,11 @@ Plan MakePlan(const PlanInputs& in);
 std::string WhyNotGraphed(const OpGraph& g, const Contract& c);
 
 /// The template instantiations the graph matches (exposed for tests).
+/// `cc` is the device's compute capability (90 for 9.0; 0 unknown):
+/// templates that need sm_90a (wgmma) are offered on 9.0 only.
 std::vector<PlanOption> MatchTemplates(const OpGraph& g,
                                        const std::vector<KernelTemplate>& templates,
                                        const std::string& task_stem,
-                                       std::vector<std::string>* notes);
+                                       std::vector<std::string>* notes, int cc = 0);
 
 }  // namespace kopt

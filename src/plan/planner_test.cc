@@ -112,6 +112,38 @@ TEST(Planner, MatchesEachTemplateToItsPatternWithSlotsFromTheArgs) {
           {"KOPT_OUT_SCALE_X1000", 1500}});
 }
 
+TEST(Planner, OffersTheWgmmaGemmFirstOnComputeCapability90Only) {
+  static const auto templates = LoadTemplates(testing::SourceDir() / "kernels");
+  auto plan = [&](int major, int minor) {
+    TaskBundle b = BundleOf("level2_01_linear_gelu_scale");
+    b.device.cc_major = major;
+    b.device.cc_minor = minor;
+    PlanInputs in;
+    in.bundle = &b;
+    in.task_stem = "level2_01_linear_gelu_scale";
+    in.templates = templates;
+    return MakePlan(in);
+  };
+  auto index_of = [](const Plan& p, const std::string& id) {
+    for (std::size_t i = 0; i < p.options.size(); ++i)
+      if (p.options[i].detail.value("template", "") == id) return static_cast<int>(i);
+    return -1;
+  };
+  const Plan hopper = plan(9, 0);
+  const int wgmma = index_of(hopper, "gemm/gemm_wgmma_3xtf32");
+  const int mma = index_of(hopper, "gemm/gemm_3xtf32");
+  ASSERT_GE(wgmma, 0);
+  ASSERT_GE(mma, 0);
+  EXPECT_LT(wgmma, mma);
+  EXPECT_EQ(hopper.options[wgmma].detail.at("slots"), hopper.options[mma].detail.at("slots"));
+  // wgmma exists on 9.0 alone (sm_90a): not on Ampere, Blackwell or an unknown device.
+  for (auto [major, minor] : {std::pair{8, 0}, std::pair{10, 0}, std::pair{0, 0}}) {
+    const Plan other = plan(major, minor);
+    EXPECT_EQ(index_of(other, "gemm/gemm_wgmma_3xtf32"), -1) << major << "." << minor;
+    EXPECT_GE(index_of(other, "gemm/gemm_3xtf32"), 0);
+  }
+}
+
 TEST(Planner, OffersTheFusedKernelFirstAndSaysWhyNotOtherwise) {
   const Plan softmax = PlanOf("level1_04_softmax");
   ASSERT_FALSE(softmax.options.empty());
