@@ -41,7 +41,7 @@
 #define KOPT_TRANS_B 0  // slot: B layout: 0 = B is [K,N] (A @ B), 1 = B is [N,K] (A @ B.T, nn.Linear's weight)
 #define KOPT_BATCHED 0  // slot: 0 = one GEMM (A may have leading dims folded into M), 1 = batched bmm: A [b,M,K], B [b,K,N] or [b,N,K], C [b,M,N]
 #define KOPT_BIAS 0  // slot: 0 = no bias, 1 = in[2] is a bias of shape [N] added to every row (addmm / nn.Linear)
-#define KOPT_EPILOGUE 0  // slot: activation after the bias: 0 = none, 1 = ReLU, 2 = GELU (exact, erf)
+#define KOPT_EPILOGUE 0  // slot: activation after the bias: 0 = none, 1 = ReLU, 2 = GELU (exact, erf), 3 = GELU (tanh approximation)
 #define KOPT_OUT_SCALE_X1000 1000  // slot: output multiplied by this / 1000 after the activation (1000 = no scaling)
 
 // kopt:knob BN 128 {64,128} block tile columns (wgmma N): larger reuses A more per load, fewer blocks for small N
@@ -68,7 +68,7 @@ static_assert(BN == 64 || BN == 128, "BN is 64 or 128");
 static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
 static_assert(STAGES >= 2, "pipeline needs two stages");
 static_assert(SMEM_BYTES <= 232448, "shared memory per block exceeds 227 KB");
-static_assert(KOPT_EPILOGUE >= 0 && KOPT_EPILOGUE <= 2, "KOPT_EPILOGUE is 0, 1 or 2");
+static_assert(KOPT_EPILOGUE >= 0 && KOPT_EPILOGUE <= 3, "KOPT_EPILOGUE is 0, 1, 2 or 3");
 
 // 1 in device code built with sm_90a's features (wgmma, setmaxnreg), else 0:
 // the host reads it once and refuses to launch a kernel built without them.
@@ -239,6 +239,8 @@ __device__ __forceinline__ float epilogue_op(float v, float bias) {
   v = (v != v) ? v : fmaxf(v, 0.0f);
 #elif KOPT_EPILOGUE == 2
   v = 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));
+#elif KOPT_EPILOGUE == 3  // torch's approximate='tanh'
+  v = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
 #endif
 #if KOPT_OUT_SCALE_X1000 != 1000
   v *= (float)(KOPT_OUT_SCALE_X1000 / 1000.0);

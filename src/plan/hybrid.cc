@@ -245,32 +245,69 @@ std::optional<std::pair<long long, long long>> Swapped(const GraphNode& n, std::
 
 }  // namespace
 
+namespace {
+
+/// addmm(bias, x, w) with a 1-D bias, 2-D operands and beta = alpha = 1.
+bool PlainAddmm(const OpGraph& g, const GraphNode& m) {
+  if (m.base != "addmm" || m.in.size() != 3 || m.out.size() != 1) return false;
+  if (g.Value(m.in[0]).shape.size() != 1 || g.Value(m.in[1]).shape.size() != 2 ||
+      g.Value(m.in[2]).shape.size() != 2)
+    return false;
+  return Num(m, 3, "beta").value_or(1) == 1 && Num(m, 4, "alpha").value_or(1) == 1;
+}
+
+/// The activation a GEMM's output `y` reaches through layout ops with one
+/// reader each, as its KOPT_EPILOGUE code (1 ReLU, 2 GELU, 3 GELU tanh), or
+/// nullopt when the next op is something else.
+std::optional<std::pair<const GraphNode*, int>> ActivationAfter(const OpGraph& g, int y) {
+  const GraphNode* n = OnlyReader(g, y);
+  while (n && LayoutOnly(*n) && n->base != "expand" && n->base != "clone") {
+    y = n->out[0];
+    n = OnlyReader(g, y);
+  }
+  if (!n || n->in.size() != 1 || n->out.size() != 1 || n->in[0] != y) return std::nullopt;
+  if (n->base == "relu") return std::make_pair(n, 1);
+  if (n->base != "gelu") return std::nullopt;
+  const Json* a = OpGraph::Arg(*n, 1, "approximate");
+  const std::string approx = a && a->is_string() ? a->get<std::string>() : "none";
+  if (approx == "none") return std::make_pair(n, 2);
+  if (approx == "tanh") return std::make_pair(n, 3);
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::vector<LibraryEpilogue> LibraryEpilogues(const OpGraph& g) {
   std::vector<LibraryEpilogue> out;
   for (const GraphNode& m : g.nodes) {
-    // addmm(bias, x, w): a 1-D bias, 2-D operands, beta = alpha = 1.
-    if (m.base != "addmm" || m.in.size() != 3 || m.out.size() != 1) continue;
-    if (g.Value(m.in[0]).shape.size() != 1 || g.Value(m.in[1]).shape.size() != 2 ||
-        g.Value(m.in[2]).shape.size() != 2)
-      continue;
-    if (Num(m, 3, "beta").value_or(1) != 1 || Num(m, 4, "alpha").value_or(1) != 1) continue;
-    // Then layout ops with one reader each, then the activation.
-    int y = m.out[0];
-    const GraphNode* n = OnlyReader(g, y);
-    while (n && LayoutOnly(*n) && n->base != "expand" && n->base != "clone") {
-      y = n->out[0];
-      n = OnlyReader(g, y);
+    if (!PlainAddmm(g, m)) continue;
+    // cuBLASLt's epilogues: ReLU and the tanh GELU (not erf's).
+    const auto act = ActivationAfter(g, m.out[0]);
+    if (!act || act->second == 2) continue;
+    out.push_back({static_cast<std::size_t>(m.index), static_cast<std::size_t>(act->first->index),
+                   act->second == 3});
+  }
+  return out;
+}
+
+std::vector<KernelGemm> KernelGemms(const OpGraph& g) {
+  std::vector<KernelGemm> out;
+  for (const GraphNode& m : g.nodes) {
+    const bool addmm = PlainAddmm(g, m);
+    const bool mm = m.base == "mm" && m.in.size() == 2 && m.out.size() == 1 &&
+                    g.Value(m.in[0]).shape.size() == 2 && g.Value(m.in[1]).shape.size() == 2;
+    if (!addmm && !mm) continue;
+    bool fp32 = g.Value(m.out[0]).dtype == "float32";
+    for (int v : m.in) fp32 = fp32 && g.Value(v).dtype == "float32";
+    if (!fp32) continue;
+    KernelGemm k;
+    k.gemm = static_cast<std::size_t>(m.index);
+    k.bias = addmm;
+    if (const auto act = ActivationAfter(g, m.out[0])) {
+      k.act = static_cast<std::size_t>(act->first->index);
+      k.act_code = act->second;
     }
-    if (!n || n->in.size() != 1 || n->out.size() != 1 || n->in[0] != y) continue;
-    bool gelu = false;
-    if (n->base == "gelu") {
-      const Json* a = OpGraph::Arg(*n, 1, "approximate");
-      if (!a || !a->is_string() || a->get<std::string>() != "tanh") continue;  // erf: not Lt's
-      gelu = true;
-    } else if (n->base != "relu") {
-      continue;
-    }
-    out.push_back({static_cast<std::size_t>(m.index), static_cast<std::size_t>(n->index), gelu});
+    out.push_back(k);
   }
   return out;
 }
@@ -416,9 +453,15 @@ class Replay {
         epilogue_at_gemm_[e.gemm] = e;
         epilogue_at_act_[e.act] = e;
       }
+    if (!o_.gemm_source.empty())
+      for (const KernelGemm& k : KernelGemms(g_)) {
+        kgemm_at_[k.gemm] = k;
+        if (k.act) kgemm_act_.insert(*k.act);
+      }
     if (o_.pool_first)
       for (const auto& [act, pool] : PoolFirstPairs(g_)) {
-        if (epilogue_at_act_.count(act)) continue;  // already in the GEMM's epilogue
+        // Already in a GEMM's epilogue.
+        if (epilogue_at_act_.count(act) || kgemm_act_.count(act)) continue;
         act_before_pool_[act] = pool;
         act_after_pool_[pool] = act;
       }
@@ -433,6 +476,8 @@ class Replay {
   std::size_t EpilogueCount() const { return epilogue_at_gemm_.size(); }
   /// How many attention regions become one fused call (knob SDPA).
   std::size_t AttentionCount() const { return attention_at_.size(); }
+  /// How many GEMMs run as kopt's kernel (knob GEMM_3XTF32).
+  std::size_t KernelGemmCount() const { return kgemm_at_.size(); }
 
   std::string indent = "        ";
   std::string body;
@@ -481,6 +526,38 @@ class Replay {
       indent.resize(indent.size() - 4);
       return true;
     }
+    if (auto it = kgemm_at_.find(i); it != kgemm_at_.end()) {
+      // kopt's GEMM kernel with the bias and activation, or the GEMM as the
+      // other rewrites have it.
+      const KernelGemm& k = it->second;
+      const std::string line = k.bias ? fmt::format("v{} = _kopt_gemm(v{}, v{}, v{}, {})", n.out[0],
+                                                    n.in[1], n.in[2], n.in[0], k.act_code)
+                                      : fmt::format("v{} = _kopt_gemm(v{}, v{}, None, {})",
+                                                    n.out[0], n.in[0], n.in[1], k.act_code);
+      return Branch(n, "GEMM_3XTF32", line, why);
+    }
+    if (kgemm_act_.count(i))  // applied by the GEMM kernel as it stored
+      return Branch(n, "GEMM_3XTF32", fmt::format("v{} = v{}", n.out[0], n.in[0]), why);
+    if (const auto it = epilogue_at_act_.find(i);
+        it != epilogue_at_act_.end() && kgemm_at_.count(it->second.gemm)) {
+      // A cuBLASLt pair whose GEMM runs as kopt's kernel without this
+      // activation: the activation runs as captured.
+      body += indent + "if GEMM_3XTF32:\n";
+      indent += "    ";
+      bool ok = Call(n, "", why);
+      indent.resize(indent.size() - 4);
+      body += indent + "else:\n";
+      indent += "    ";
+      ok = ok && Rest(n, why);
+      indent.resize(indent.size() - 4);
+      return ok;
+    }
+    return Rest(n, why);
+  }
+
+  /// The node as the rewrites other than GEMM_3XTF32 have it.
+  bool Rest(const GraphNode& n, std::string* why) {
+    const std::size_t i = static_cast<std::size_t>(n.index);
     if (auto it = epilogue_at_gemm_.find(i); it != epilogue_at_gemm_.end())
       // The GEMM with its bias and activation in one cuBLASLt call; the
       // views after it carry the activated values.
@@ -534,6 +611,23 @@ class Replay {
       return "[" + fmt::format("{}", fmt::join(dims, ", ")) + "]";
     }
     return ViewDims(fmt::format("v{}", n.in[0]), g_.Value(n.in[0]).shape, o, true);
+  }
+
+  /// `if KNOB: <line>`, else the node as the other rewrites have it; its
+  /// inputs bound first.
+  bool Branch(const GraphNode& n, const char* knob, const std::string& line, std::string* why) {
+    for (int v : n.in)
+      if (!Bind(v)) {
+        *why = fmt::format("{} reads a constant made outside any op", n.op);
+        return false;
+      }
+    body += indent + "if " + knob + ":\n";
+    body += indent + "    " + line + "\n";
+    body += indent + "else:\n";
+    indent += "    ";
+    const bool ok = Rest(n, why);
+    indent.resize(indent.size() - 4);
+    return ok;
   }
 
   /// `if KNOB: <line>`, else the node as captured; its inputs bound first.
@@ -687,6 +781,8 @@ class Replay {
   std::set<int> conv_input_;
   std::map<std::size_t, std::size_t> act_before_pool_, act_after_pool_;
   std::map<std::size_t, LibraryEpilogue> epilogue_at_gemm_, epilogue_at_act_;
+  std::map<std::size_t, KernelGemm> kgemm_at_;  ///< by the GEMM's node
+  std::set<std::size_t> kgemm_act_;             ///< activations the GEMM kernel applies
   std::set<std::size_t> in_attention_;
   std::set<int> hidden_;  ///< values bound on one branch only (inside an attention region)
   std::map<std::size_t, AttentionRegion> attention_at_;  ///< by its last node
@@ -729,6 +825,52 @@ def _kopt_sdpa(q, k, v, causal, scale):
         mask = _kopt_torch.ones(n, m, dtype=_kopt_torch.bool, device=a.device).triu(1)
         a = a.masked_fill(mask, float("-inf"))
     return _kopt_torch.matmul(_kopt_torch.softmax(a, dim=-1), v)
+)PY";
+
+// The GEMM helper; {0} is the GEMM count, {1} the kernel's source.
+const char* kGemmPrelude = R"PY(
+# ---- kopt: GEMMs as kopt's own kernel, bias and activation in its epilogue ----
+import re as _kopt_re
+import torch as _kopt_torch
+import kopt as _kopt_lib
+
+GEMM_3XTF32 = 1  # kopt:knob GEMM_3XTF32 1 {{0,1,2}} {0} GEMM(s) as kopt's strict-fp32 tensor-core kernel (3xTF32 split precision) with the bias and activation applied as it stores: 1 those with at least a wave of 128x128 tiles (smaller ones stay cuBLAS), 2 all; 0 none
+
+_KOPT_GEMM_SOURCE = r"""
+{1}"""
+_kopt_gemms = {{}}
+_kopt_sms = {{}}
+
+
+def _kopt_gemm(x, w, bias, act):
+    # act(x @ w + bias), x [M, K] and w [K, N] float32; w may be W.t() of a
+    # contiguous [N, K] weight (nn.Linear), which the kernel reads as it is.
+    dev = x.device
+    if GEMM_3XTF32 == 1:
+        sms = _kopt_sms.get(dev)
+        if sms is None:
+            sms = _kopt_sms[dev] = _kopt_torch.cuda.get_device_properties(dev).multi_processor_count
+        if -(-x.shape[0] // 128) * -(-w.shape[1] // 128) < sms:
+            y = _kopt_torch.mm(x, w) if bias is None else _kopt_torch.addmm(bias, x, w)
+            if act == 1:
+                return _kopt_torch.relu(y)
+            if act in (2, 3):
+                return _kopt_torch.nn.functional.gelu(y, approximate="tanh" if act == 3 else "none")
+            return y
+    trans = w.stride(0) == 1 and w.stride(1) == w.shape[0]
+    key = (int(trans), int(bias is not None), act)
+    mod = _kopt_gemms.get(key)
+    if mod is None:
+        src = _KOPT_GEMM_SOURCE
+        for name, value in (("KOPT_TRANS_B", key[0]), ("KOPT_BIAS", key[1]), ("KOPT_EPILOGUE", act)):
+            src = _kopt_re.sub(r"(?m)^#define %s -?\d+" % name, "#define %s %d" % (name, value), src)
+        mod = _kopt_gemms[key] = _kopt_lib.load_cuda(src, name="kopt_gemm")
+    out = _kopt_torch.empty((x.shape[0], w.shape[1]), dtype=_kopt_torch.float32, device=dev)
+    ins = [x.contiguous(), w.t() if trans else w.contiguous()]
+    if bias is not None:
+        ins.append(bias.contiguous())
+    mod(ins, [out])
+    return out
 )PY";
 
 const char* kLayoutMethods = R"PY(
@@ -774,8 +916,8 @@ std::optional<std::string> ReplaySource(const OpGraph& g, const FusedKernel* tai
     }
   }
   // A replay with rewrites keeps both ways of running the tail (FUSED_TAIL).
-  const bool rewrites =
-      options.channels_last || options.sdpa || options.pool_first || options.lt_epilogue;
+  const bool rewrites = options.channels_last || options.sdpa || options.pool_first ||
+                        options.lt_epilogue || !options.gemm_source.empty();
   const std::size_t first = tail ? std::min(tail_from, g.nodes.size()) : g.nodes.size();
   Replay r(g, options);
   for (std::size_t i = 0; i < first; ++i)
@@ -824,6 +966,8 @@ std::optional<std::string> ReplaySource(const OpGraph& g, const FusedKernel* tai
         r.EpilogueCount());
   if (r.AttentionCount() > 0)
     src += fmt::format(fmt::runtime(kAttentionPrelude), r.AttentionCount());
+  if (r.KernelGemmCount() > 0)
+    src += fmt::format(fmt::runtime(kGemmPrelude), r.KernelGemmCount(), options.gemm_source);
   if (r.PoolFirstCount() > 0)
     src += fmt::format(
         "\nPOOL_FIRST = 1  # kopt:knob POOL_FIRST 1 {{0,1}} {} activation(s) that never decrease "

@@ -48,7 +48,24 @@ struct ReplayOptions {
   /// Each LibraryEpilogues pair as one _addmm_activation call (cuBLASLt's
   /// bias + ReLU / GELU epilogue). Adds the knob LT_EPILOGUE.
   bool lt_epilogue = false;
+  /// kopt's GEMM kernel (the source of a kernels/gemm template with the
+  /// slots KOPT_TRANS_B, KOPT_BIAS and KOPT_EPILOGUE) for each KernelGemms
+  /// GEMM, its bias and activation applied as it stores. Adds the knob
+  /// GEMM_3XTF32. Empty: none.
+  std::string gemm_source;
 };
+
+/// A GEMM kopt's GEMM kernel takes whole: addmm(bias [N], x [M, K], w [K,
+/// N]) with beta = alpha = 1, or mm(x, w), all float32, and the activation
+/// its output reaches through layout ops with one reader each, when the
+/// kernel applies it (ReLU, GELU exact or tanh).
+struct KernelGemm {
+  std::size_t gemm = 0;
+  std::optional<std::size_t> act;  ///< node index of the fused activation
+  int act_code = 0;                ///< KOPT_EPILOGUE: 0 none, 1 ReLU, 2 GELU, 3 GELU (tanh)
+  bool bias = false;               ///< addmm (bias first) rather than mm
+};
+std::vector<KernelGemm> KernelGemms(const OpGraph& g);
 
 /// A GEMM with a 1-D bias (addmm, beta = alpha = 1) whose output reaches an
 /// activation cuBLASLt can apply in its epilogue (ReLU, or GELU with the

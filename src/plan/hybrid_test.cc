@@ -32,14 +32,18 @@ struct Generated {
 };
 
 /// The plan of a suite task from its recorded graph and source.
-Plan PlanFor(const std::string& level, const std::string& stem, bool reuse_weights = false) {
+Plan PlanFor(const std::string& level, const std::string& stem, bool reuse_weights = false,
+             int cc_major = 0) {
+  static const auto templates = LoadTemplates(testing::SourceDir() / "kernels");
   TaskBundle b;
   b.graph = ReadJsonFile(testing::SourceDir() / "tests" / "data" / "graphs" /
                          (level + "_" + stem + ".json"));
   b.floor_ms = 1;
+  b.device.cc_major = cc_major;
   PlanInputs in;
   in.bundle = &b;
   in.task_stem = stem;
+  in.templates = templates;
   in.contract.pre_transform_weights = reuse_weights;
   in.task_source = ReadTextFile(testing::SourceDir() / "tasks" / level / (stem + ".py"));
   return MakePlan(in);
@@ -53,8 +57,8 @@ std::optional<Generated> LibraryOption(const std::string& level, const std::stri
 }
 
 std::optional<PlanOption> ChannelsLastOption(const std::string& level, const std::string& stem,
-                                             bool reuse_weights = false) {
-  for (PlanOption& o : PlanFor(level, stem, reuse_weights).options)
+                                             bool reuse_weights = false, int cc_major = 0) {
+  for (PlanOption& o : PlanFor(level, stem, reuse_weights, cc_major).options)
     if (o.space == "library") return o;
   return std::nullopt;
 }
@@ -390,6 +394,105 @@ TEST(Hybrid, TheLibraryReplayComputesWhatTheModelDoesAtEveryKnob) {
             << stem << " " << set << (reuse ? " (weights kept)" : "") << "\n"
             << ReadTextFile(log);
       }
+    }
+  }
+}
+
+TEST(Hybrid, OnHopperTheForwardsFp32GemmsRunAsKoptsKernelWithTheirActivation) {
+  // The MLP: three addmm, two with a ReLU; the transformer: four linears,
+  // fc1 with an exact GELU; linear + tail tasks of level 2.
+  const auto mlp = ChannelsLastOption("level3", "01_mlp", false, 9);
+  ASSERT_TRUE(mlp);
+  EXPECT_EQ(mlp->detail.value("kernel_gemms", 0), 3);
+  const std::string& src = mlp->candidate.source;
+  EXPECT_NE(src.find("GEMM_3XTF32 = 1  # kopt:knob GEMM_3XTF32 1 {0,1,2} 3 GEMM(s)"),
+            std::string::npos);
+  EXPECT_NE(src.find("_KOPT_GEMM_SOURCE = r\"\"\""), std::string::npos);
+  EXPECT_NE(src.find("constexpr int CONSUMERS = 2;"), std::string::npos);
+  std::size_t calls = 0;
+  for (std::size_t at = src.find("= _kopt_gemm(v"); at != std::string::npos;
+       at = src.find("= _kopt_gemm(v", at + 1))
+    ++calls;
+  EXPECT_EQ(calls, 3u);
+  EXPECT_NE(src.find(", 1)\n"), std::string::npos);  // ReLU in the epilogue
+  const auto block = ChannelsLastOption("level3", "03_transformer_block", false, 9);
+  ASSERT_TRUE(block);
+  EXPECT_EQ(block->detail.value("kernel_gemms", 0), 4);
+  EXPECT_NE(block->candidate.source.find(", 2)\n"), std::string::npos);  // GELU (erf)
+  // Not offered off Hopper (the kernel is sm_90a), nor where no GEMM is fp32 2-D.
+  EXPECT_EQ(ChannelsLastOption("level3", "01_mlp", false, 8)->detail.value("kernel_gemms", 0), 0);
+  EXPECT_EQ(ChannelsLastOption("level3", "02_resnet_basic_block", false, 9)
+                ->detail.value("kernel_gemms", 0),
+            0);
+}
+
+TEST(Hybrid, TheGemmKernelsReplayComputesWhatTheModelDoesOnTheCpu) {
+  const char* py = std::getenv("KOPT_PYTHON");
+  const std::string python = py && *py ? py : "/usr/bin/python3";
+  if (std::system((python + " -c 'import torch' > /dev/null 2>&1").c_str()) != 0)
+    GTEST_SKIP() << "no python with torch";
+  const fs::path dir = testing::ScratchDir("gemm-replay");
+  fs::create_directories(dir / "stub" / "kopt");
+  // The kernel's stand-in reads the slots the replay set in the source, so
+  // the helper's layout test (W.t() or a [K, N] matrix), bias and
+  // activation code are what is checked.
+  std::ofstream(dir / "stub" / "kopt" / "__init__.py")
+      << "import re, torch\n"
+         "def load_cuda(src, *a, **k):\n"
+         "    if '#define KOPT_TRANS_B' not in src:  # a fused tail: not run here\n"
+         "        return lambda ins, outs: None\n"
+         "    slot = lambda n: int(re.search(r'(?m)^#define %s (-?\\d+)' % n, src).group(1))\n"
+         "    tb, bias, act = slot('KOPT_TRANS_B'), slot('KOPT_BIAS'), slot('KOPT_EPILOGUE')\n"
+         "    def run(ins, outs):\n"
+         "        x, w = ins[0], ins[1]\n"
+         "        assert x.is_contiguous() and w.is_contiguous()\n"
+         "        y = x @ (w.t() if tb else w)\n"
+         "        if bias: y = y + ins[2]\n"
+         "        if act == 1: y = torch.relu(y)\n"
+         "        if act in (2, 3): y = torch.nn.functional.gelu(y, approximate='tanh' if act == 3 "
+         "else 'none')\n"
+         "        outs[0].copy_(y)\n"
+         "    return run\n";
+  std::ofstream(dir / "check.py")
+      << "import re, runpy, sys, torch\n"
+         "src = open(sys.argv[1]).read()\n"
+         "for kv in sys.argv[2:]:\n"
+         "    k, v = kv.split('=')\n"
+         "    src, n = re.subn(r'^%s = 1  # kopt:knob' % k, '%s = %s  # kopt:knob' % (k, v), src, "
+         "flags=re.M)\n"
+         "    assert n == 1, k\n"
+         "open(sys.argv[1] + '.set.py', 'w').write(src)\n"
+         "m = runpy.run_path(sys.argv[1] + '.set.py')\n"
+         "torch.manual_seed(0); new = m['ModelNew'](*m['get_init_inputs']())\n"
+         "torch.manual_seed(0); ref = m['Model'](*m['get_init_inputs']())\n"
+         "torch.manual_seed(1)\n"
+         "x = [t[:2] if t.dim() > 1 else t for t in m['get_inputs']()]\n"
+         "with torch.no_grad():\n"
+         "    y, r = new(*x), ref(*x)\n"
+         "assert y.shape == r.shape, (y.shape, r.shape)\n"
+         "assert torch.allclose(y, r, rtol=1e-4, atol=1e-5), (y - r).abs().max().item()\n"
+         "print('ok')\n";
+  int n = 0;
+  for (const auto& [level, stem] : std::vector<std::pair<std::string, std::string>>{
+           {"level3", "01_mlp"},
+           {"level3", "03_transformer_block"},
+           {"level2", "01_linear_gelu_scale"},
+           {"level2", "03_linear_dropout_mish_logsoftmax"},
+           {"level2", "06_linear_batchnorm_relu_scale"}}) {
+    auto o = ChannelsLastOption(level, stem, false, 9);
+    ASSERT_TRUE(o) << stem;
+    ASSERT_GT(o->detail.value("kernel_gemms", 0), 0) << stem;
+    const fs::path file = dir / (stem + ".py");
+    std::ofstream(file) << o->candidate.source;
+    const bool tail = o->candidate.source.find("\nFUSED_TAIL = 1") != std::string::npos;
+    // Every GEMM through the kernel (2), or none (0); the replayed tail
+    // where there is one (the stub does not run fused kernels).
+    for (const char* set : {"GEMM_3XTF32=2", "GEMM_3XTF32=0"}) {
+      const fs::path log = dir / fmt::format("{}.log", n++);
+      const std::string cmd = "cd " + dir.string() + " && PYTHONPATH=" + (dir / "stub").string() +
+                              " " + python + " check.py " + file.string() + " " + set +
+                              (tail ? " FUSED_TAIL=0" : "") + " > " + log.string() + " 2>&1";
+      EXPECT_EQ(std::system(cmd.c_str()), 0) << stem << " " << set << "\n" << ReadTextFile(log);
     }
   }
 }

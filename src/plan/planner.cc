@@ -249,7 +249,14 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
   const auto& libs = in.contract.libraries;
   ro.lt_epilogue =
       !epilogues.empty() && std::find(libs.begin(), libs.end(), "cublaslt") != libs.end();
-  if (!ro.channels_last && !ro.sdpa && !ro.lt_epilogue) return std::nullopt;
+  // kopt's wgmma GEMM for the forward's fp32 GEMMs: sm_90a only.
+  const auto gemms = KernelGemms(g);
+  const int cc = in.bundle ? in.bundle->device.cc_major * 10 + in.bundle->device.cc_minor : 0;
+  if (const KernelTemplate* t = FindTemplateById(in.templates, "gemm/gemm_wgmma_3xtf32");
+      t && cc == 90 && !gemms.empty())
+    ro.gemm_source = t->source;
+  if (!ro.channels_last && !ro.sdpa && !ro.lt_epilogue && ro.gemm_source.empty())
+    return std::nullopt;
   if (const std::string refused = LibraryRefused(g, in, g.nodes.size()); !refused.empty()) {
     notes->push_back("no library replay: " + refused);
     return std::nullopt;
@@ -306,6 +313,16 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
         "activation's read and write of the GEMM's output go",
         epilogues.size()));
   }
+  if (!ro.gemm_source.empty()) {
+    int fused = 0;
+    for (const KernelGemm& k : gemms) fused += k.act ? 1 : 0;
+    what.push_back("GEMMs as kopt's wgmma 3xTF32 kernel");
+    why_pays.push_back(fmt::format(
+        "{} fp32 GEMM(s) run on the tensor cores at fp32 accuracy (three TF32 products per "
+        "multiply-add, ~2.3x cuBLAS's SIMT SGEMM on 4096^3 on an H100){}",
+        gemms.size(),
+        fused ? fmt::format(", {} with the activation applied as it stores", fused) : ""));
+  }
   if (pool_first) {
     what.push_back("activations after max pools");
     why_pays.push_back("an activation before a max pool runs after it, on 1/k of the data");
@@ -325,6 +342,7 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
               {"channels_last", ro.channels_last},
               {"attention", attention.size()},
               {"lt_epilogues", ro.lt_epilogue ? epilogues.size() : 0},
+              {"kernel_gemms", ro.gemm_source.empty() ? 0 : gemms.size()},
               {"pool_first", pool_first},
               {"convolutions", convs},
               {"reuse_weights", ro.reuse_weights},
