@@ -22,6 +22,7 @@ run() {  # task, candidates...
   echo "=== $t"
   timeout 200 "$K" eval "$t" "$@" --compile --arch sm_90a --max-seconds "$MS" --json "$OUT/$(basename "$t" .py).json" 2>&1 | tail -25
 }
+if [ "${ONLY_SPLITK:-0}" != 1 ]; then
 inst $OLD mm_old; inst $NEW mm_new; inst $NEW mm_new_bn64 BN=64 STAGES=4; inst $NEW mm_new_c1 CONSUMERS=1 STAGES=4
 run tasks/level1/21_matmul_square.py $C/mm_new.cu $C/mm_old.cu $C/mm_new_bn64.cu $C/mm_new_c1.cu
 inst $OLD mt_old KOPT_TRANS_B=1; inst $NEW mt_new KOPT_TRANS_B=1
@@ -31,3 +32,10 @@ inst $OLD lin_old KOPT_TRANS_B=1 KOPT_BIAS=1 KOPT_EPILOGUE=2 KOPT_OUT_SCALE_X100
 run tasks/level2/01_linear_gelu_scale.py $C/lin_new.cu $C/lin_old.cu
 inst $OLD bmm_old KOPT_BATCHED=1; inst $NEW bmm_new KOPT_BATCHED=1
 run tasks/level1/22_bmm.py $C/bmm_new.cu $C/bmm_old.cu
+fi
+if [ "${SPLITK:-0}" = 1 ]; then
+  inst $NEW sk_new KOPT_TRANS_B=1 KOPT_BIAS=1 KOPT_EPILOGUE=1
+  inst $NEW sk_nosplit KOPT_TRANS_B=1 KOPT_BIAS=1 KOPT_EPILOGUE=1 SPLIT_K=0
+  inst $OLD sk_old KOPT_TRANS_B=1 KOPT_BIAS=1 KOPT_EPILOGUE=1
+  run bench/s20/tasks/linear_small_m_relu.py $C/sk_new.cu $C/sk_nosplit.cu $C/sk_old.cu
+fi

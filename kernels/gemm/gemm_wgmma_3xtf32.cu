@@ -25,7 +25,10 @@
 // partial registers per thread). STAGES shared-memory stages of 32-deep
 // slices, full/empty mbarriers. Rows and columns past M, N and K read as
 // zeros (TMA fills them); stores are guarded. The epilogue adds the bias,
-// applies the activation and the scale straight from registers.
+// applies the activation and the scale straight from registers. A GEMM with
+// fewer tiles than half the SMs splits K across blocks (SPLIT_K): each
+// writes its raw partial tile, and a second pass sums them in split order
+// and applies the epilogue.
 //
 // Inputs: in[0] = A [M,K] (or [..., M, K]: leading dims fold into M when not
 // batched), in[1] = B [K,N] (or [N,K] with KOPT_TRANS_B), in[2] = bias [N]
@@ -52,6 +55,8 @@ constexpr int CONSUMERS = 2;
 constexpr int STAGES = 3;
 // kopt:knob GROUP_M 8 {1,8,16} tile rows visited together: L2 reuse of B tiles across neighbouring blocks
 constexpr int GROUP_M = 8;
+// kopt:knob SPLIT_K 1 {0,1} 1: a GEMM with fewer tiles than half the SMs splits K across blocks (partial tiles summed in a fixed order by a second pass that applies the epilogue); 0: never
+constexpr int SPLIT_K = 1;
 // kopt:constraint STAGES * (64 * CONSUMERS + BN) * 256 + 1024 + 16 * STAGES <= 232448
 
 constexpr int BM = 64 * CONSUMERS;
@@ -254,7 +259,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 gemm_wgmma_kernel(const __grid_constant__ CUtensorMap a_big, const __grid_constant__ CUtensorMap a_small,
                   const __grid_constant__ CUtensorMap b_big, const __grid_constant__ CUtensorMap b_small,
                   const float* __restrict__ bias, float* __restrict__ C, int M, int N, int Kp, int b_batched,
-                  bool vec_store) {
+                  bool vec_store, int kt_per_split, float* __restrict__ partial) {
 #if KOPT_WGMMA
   extern __shared__ uint8_t smem_raw[];
   // 128-byte swizzled tiles need 1024-byte aligned addresses.
@@ -287,8 +292,12 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap a_big, const __grid_consta
   const int in_group = pid - group * per_group;
   const int m0 = (first_m + in_group % group_rows) * BM;
   const int n0 = (in_group / group_rows) * BN;
-  const int z = blockIdx.z;
-  const int KT = (Kp + BK - 1) / BK;
+  // blockIdx.z: the batch, or with `partial` (split K, one GEMM) the split,
+  // which covers k tiles [kt0, kt0 + KT) and writes its raw sums to
+  // partial[split].
+  const int z = partial ? 0 : blockIdx.z;
+  const int kt0 = partial ? blockIdx.z * kt_per_split : 0;
+  const int KT = partial ? min(kt_per_split, (Kp + BK - 1) / BK - kt0) : (Kp + BK - 1) / BK;
 
   if (wg == 0) {
     // Producer: one thread keeps STAGES stages in flight.
@@ -299,10 +308,11 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap a_big, const __grid_consta
         const int s = kt % STAGES;
         mbar_wait(&empty[s], ((kt / STAGES) & 1) ^ 1);  // a fresh barrier counts as freed
         mbar_expect_tx(&full[s], STAGE_BYTES);
-        tma_load(plane(s, 0), &a_big, &full[s], kt * BK, m0, z);
-        tma_load(plane(s, 1), &a_small, &full[s], kt * BK, m0, z);
-        tma_load(plane(s, 2), &b_big, &full[s], kt * BK, n0, zb);
-        tma_load(plane(s, 3), &b_small, &full[s], kt * BK, n0, zb);
+        const int k = (kt0 + kt) * BK;
+        tma_load(plane(s, 0), &a_big, &full[s], k, m0, z);
+        tma_load(plane(s, 1), &a_small, &full[s], k, m0, z);
+        tma_load(plane(s, 2), &b_big, &full[s], k, n0, zb);
+        tma_load(plane(s, 3), &b_small, &full[s], k, n0, zb);
       }
     }
     return;
@@ -345,7 +355,7 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap a_big, const __grid_consta
   const int t = threadIdx.x - 128 * wg;
   const int w = t / 32, l = t % 32;
   const int row0 = m0 + c * 64 + 16 * w + l / 4;
-  float* Cz = C + (int64_t)z * M * N;
+  float* Cz = partial ? partial + (int64_t)blockIdx.z * M * N : C + (int64_t)z * M * N;
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j) {
     const int col = n0 + 8 * j + 2 * (l % 4);
@@ -358,10 +368,11 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap a_big, const __grid_consta
     for (int h = 0; h < 2; ++h) {
       const int row = row0 + 8 * h;
       if (row >= M) continue;
-      const float v0 = epilogue_op(acc[4 * j + 2 * h], b0);
-      const float v1 = epilogue_op(acc[4 * j + 2 * h + 1], b1);
+      // A split's partial sums stay raw: the reduction applies the epilogue.
+      const float v0 = partial ? acc[4 * j + 2 * h] : epilogue_op(acc[4 * j + 2 * h], b0);
+      const float v1 = partial ? acc[4 * j + 2 * h + 1] : epilogue_op(acc[4 * j + 2 * h + 1], b1);
       float* dst = Cz + (int64_t)row * N + col;
-      if (vec_store) {  // N even and C 8-byte aligned: col < N implies col + 1 < N
+      if (vec_store) {  // N even and the destination 8-byte aligned: col < N implies col + 1 < N
         if (col < N) *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
       } else {
         if (col < N) dst[0] = v0;
@@ -370,6 +381,20 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap a_big, const __grid_consta
     }
   }
 #endif
+}
+
+// Split K: C = epilogue(sum of the splits' partial tiles, in split order).
+__global__ void splitk_reduce(const float* __restrict__ partial, int splits, int64_t mn, int N,
+                              const float* __restrict__ bias, float* __restrict__ C) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < mn; i += (int64_t)gridDim.x * blockDim.x) {
+    float v = 0.0f;
+    for (int s = 0; s < splits; ++s) v += partial[s * mn + i];
+    float b = 0.0f;
+#if KOPT_BIAS
+    b = __ldg(bias + i % N);
+#endif
+    C[i] = epilogue_op(v, b);
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -449,7 +474,11 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
 
   cudaStream_t s = (cudaStream_t)stream;
   static bool configured = false;
+  static int sms = 0;
   if (!configured) {
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      return 7;
     int built = 0;
     if (cudaMemcpyFromSymbol(&built, kopt_wgmma_built, sizeof built) != cudaSuccess || !built) return 9;
     if (!encode_fn()) return 10;
@@ -463,9 +492,23 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
   const int64_t Kp = K == 0 ? 4 : (K + 3) / 4 * 4;
   const int64_t batch_b = KOPT_BATCHED ? batch : 1;
   const int64_t a_elems = batch * M * Kp, b_elems = batch_b * N * Kp;
-  float* scratch = static_cast<float*>(kopt_scratch((size_t)(2 * a_elems + 2 * b_elems) * sizeof(float)));
+  // Split K where the tiles alone would leave most SMs idle (one GEMM):
+  // at least 4 k tiles per split, about one block per SM in all.
+  const int64_t tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
+  const int64_t KT = (Kp + BK - 1) / BK;
+  int64_t splits = 1, kt_per_split = KT;
+  if (SPLIT_K && batch == 1 && 2 * tiles <= sms && KT >= 8) {
+    splits = (sms + tiles - 1) / tiles;
+    if (splits > KT / 4) splits = KT / 4;
+    kt_per_split = (KT + splits - 1) / splits;
+    splits = (KT + kt_per_split - 1) / kt_per_split;
+  }
+  const int64_t p_elems = splits > 1 ? splits * M * N : 0;
+  float* scratch =
+      static_cast<float*>(kopt_scratch((size_t)(2 * a_elems + 2 * b_elems + p_elems) * sizeof(float)));
   if (!scratch) return 8;
   float *ab = scratch, *as = ab + a_elems, *bb = as + a_elems, *bs = bb + b_elems;
+  float* partial = splits > 1 ? bs + b_elems : nullptr;  // 16-byte aligned: every plane is a multiple of 4 floats
 
   int rc = split_into(static_cast<const float*>(A.data), ab, as, batch * M, (int)K, (int)Kp, s);
   if (rc) return rc;
@@ -487,10 +530,15 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
     return 11;
 
   float* c = static_cast<float*>(Ct.data);
-  const bool vec_store = (reinterpret_cast<uintptr_t>(c) & 7) == 0 && N % 2 == 0;
-  const int64_t tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
+  const bool vec_store = ((reinterpret_cast<uintptr_t>(partial ? partial : c) & 7) == 0) && N % 2 == 0;
   if (tiles > 0x7fffffffLL) return 5;
-  gemm_wgmma_kernel<<<dim3((unsigned)tiles, 1, (unsigned)batch), THREADS, SMEM_BYTES, s>>>(
-      m_ab, m_as, m_bb, m_bs, bias, c, (int)M, (int)N, (int)Kp, KOPT_BATCHED, vec_store);
+  gemm_wgmma_kernel<<<dim3((unsigned)tiles, 1, (unsigned)(partial ? splits : batch)), THREADS, SMEM_BYTES, s>>>(
+      m_ab, m_as, m_bb, m_bs, bias, c, (int)M, (int)N, (int)Kp, KOPT_BATCHED, vec_store, (int)kt_per_split,
+      partial);
+  if (cudaGetLastError() != cudaSuccess) return 7;
+  if (partial) {
+    const int64_t mn = M * N, blocks = (mn + 255) / 256;
+    splitk_reduce<<<(unsigned)(blocks < 8192 ? blocks : 8192), 256, 0, s>>>(partial, (int)splits, mn, (int)N, bias, c);
+  }
   return (int)cudaGetLastError();
 }
