@@ -834,12 +834,11 @@ import re as _kopt_re
 import torch as _kopt_torch
 import kopt as _kopt_lib
 
-GEMM_3XTF32 = 1  # kopt:knob GEMM_3XTF32 1 {{0,1,2}} {0} GEMM(s) as kopt's strict-fp32 tensor-core kernel (3xTF32 split precision) with the bias and activation applied as it stores: 1 those with at least a wave of 128x128 tiles (smaller ones stay cuBLAS), 2 all; 0 none
+GEMM_3XTF32 = 1  # kopt:knob GEMM_3XTF32 1 {{0,1,2}} {0} GEMM(s) as kopt's strict-fp32 tensor-core kernel (3xTF32 split precision) with the bias and activation applied as it stores: 1 those of at least 2^27 multiply-adds (smaller ones stay cuBLAS: the kernel's split pass and launches would cost more than they save), 2 all; 0 none
 
 _KOPT_GEMM_SOURCE = r"""
 {1}"""
 _kopt_gemms = {{}}
-_kopt_sms = {{}}
 
 
 def _kopt_gemm(x, w, bias, act):
@@ -847,10 +846,7 @@ def _kopt_gemm(x, w, bias, act):
     # contiguous [N, K] weight (nn.Linear), which the kernel reads as it is.
     dev = x.device
     if GEMM_3XTF32 == 1:
-        sms = _kopt_sms.get(dev)
-        if sms is None:
-            sms = _kopt_sms[dev] = _kopt_torch.cuda.get_device_properties(dev).multi_processor_count
-        if -(-x.shape[0] // 128) * -(-w.shape[1] // 128) < sms:
+        if x.shape[0] * x.shape[1] * w.shape[1] < (1 << 27):
             y = _kopt_torch.mm(x, w) if bias is None else _kopt_torch.addmm(bias, x, w)
             if act == 1:
                 return _kopt_torch.relu(y)
