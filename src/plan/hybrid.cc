@@ -716,17 +716,44 @@ class Replay {
  public:
   /// The fused tail's call: its inputs in NCHW order, its outputs allocated.
   bool Tail(const FusedKernel& k, std::string* why) {
+    const auto& F = g_.Value(k.inputs[static_cast<std::size_t>(k.shape_input)]).shape;
+    // An elementwise tail over 4-D values of one shape (no broadcast) reads
+    // and writes them in whatever memory order they share: NHWC values
+    // stay NHWC (as [N, H, W, C] views), no conversion back to NCHW before
+    // the kernel; the result converts once at the return.
+    bool dense = o_.channels_last && k.kind == "elementwise" && F.size() == 4;
+    for (int v : k.inputs)
+      dense = dense && g_.Value(v).shape == F && g_.Value(v).dtype == "float32";
+    for (int v : g_.outputs)
+      dense = dense && g_.Value(v).shape == F && g_.Value(v).dtype == "float32";
     std::vector<std::string> ins;
     for (int v : k.inputs) {
       if (!Bind(v)) {
         *why = "the fused tail reads a constant made outside any op";
         return false;
       }
-      ins.push_back(fmt::format("v{}.contiguous()", v));
+      ins.push_back(dense ? fmt::format("v{}", v) : fmt::format("v{}.contiguous()", v));
     }
     const std::string shape_src =
         fmt::format("v{}", k.inputs[static_cast<std::size_t>(k.shape_input)]);
-    const auto& F = g_.Value(k.inputs[static_cast<std::size_t>(k.shape_input)]).shape;
+    if (dense) {
+      std::vector<std::string> outs;
+      for (std::size_t j = 0; j < g_.outputs.size(); ++j) {
+        body += indent + fmt::format(
+                             "o{} = torch.empty(tuple({}.shape), dtype=torch.float32, "
+                             "device={}.device, memory_format=_kopt_torch.channels_last if "
+                             "CHANNELS_LAST else _kopt_torch.contiguous_format)\n",
+                             j, shape_src, shape_src);
+        outs.push_back(fmt::format("o{}", j));
+      }
+      body += indent + fmt::format("_kopt_tail(_kopt_dense([{}]), _kopt_dense([{}], False))\n",
+                                   fmt::join(ins, ", "), fmt::join(outs, ", "));
+      std::vector<std::string> rets;
+      for (const std::string& o : outs) rets.push_back("_kopt_out(" + o + ")");
+      body += indent + (rets.size() == 1 ? "return " + rets[0] + "\n"
+                                         : fmt::format("return ({},)\n", fmt::join(rets, ", ")));
+      return true;
+    }
     std::vector<std::string> outs;
     for (std::size_t j = 0; j < g_.outputs.size(); ++j) {
       const GraphValue& o = g_.Value(g_.outputs[j]);
@@ -805,6 +832,17 @@ def _kopt_cl(t):
 def _kopt_out(t):
     # The reference returns NCHW-contiguous tensors: so does the replay.
     return t.contiguous() if isinstance(t, _kopt_torch.Tensor) else t
+
+
+def _kopt_dense(ts, as_views=True):
+    # 4-D tensors of one shape as contiguous tensors of one memory order for
+    # an elementwise kernel: NHWC (as its [N, H, W, C] view) when
+    # CHANNELS_LAST, else NCHW. as_views=False: `ts` are already in that
+    # order (the outputs it allocated), only viewed.
+    if CHANNELS_LAST:
+        cl = _kopt_torch.channels_last
+        return [(t if not as_views else t.contiguous(memory_format=cl)).permute(0, 2, 3, 1) for t in ts]
+    return [t.contiguous() for t in ts]
 )PY";
 
 const char* kAttentionPrelude = R"PY(
