@@ -55,6 +55,17 @@ def _kopt_out(t):
     return t.contiguous() if isinstance(t, _kopt_torch.Tensor) else t
 
 
+def _kopt_dense(ts, as_views=True):
+    # 4-D tensors of one shape as contiguous tensors of one memory order for
+    # an elementwise kernel: NHWC (as its [N, H, W, C] view) when
+    # CHANNELS_LAST, else NCHW. as_views=False: `ts` are already in that
+    # order (the outputs it allocated), only viewed.
+    if CHANNELS_LAST:
+        cl = _kopt_torch.channels_last
+        return [(t if not as_views else t.contiguous(memory_format=cl)).permute(0, 2, 3, 1) for t in ts]
+    return [t.contiguous() for t in ts]
+
+
 # ---- kopt: the fused tail ----
 import kopt as _kopt_lib
 

@@ -60,6 +60,17 @@ def _kopt_out(t):
     return t.contiguous() if isinstance(t, _kopt_torch.Tensor) else t
 
 
+def _kopt_dense(ts, as_views=True):
+    # 4-D tensors of one shape as contiguous tensors of one memory order for
+    # an elementwise kernel: NHWC (as its [N, H, W, C] view) when
+    # CHANNELS_LAST, else NCHW. as_views=False: `ts` are already in that
+    # order (the outputs it allocated), only viewed.
+    if CHANNELS_LAST:
+        cl = _kopt_torch.channels_last
+        return [(t if not as_views else t.contiguous(memory_format=cl)).permute(0, 2, 3, 1) for t in ts]
+    return [t.contiguous() for t in ts]
+
+
 # ---- kopt: the fused tail ----
 import kopt as _kopt_lib
 
@@ -452,9 +463,9 @@ class ModelNew(Model):
         v24 = _r[1]
         v25 = _r[2]
         if FUSED_TAIL:
-            o0 = torch.empty(tuple(v23.shape), dtype=torch.float32, device=v23.device)
-            _kopt_tail([v23.contiguous(), v0.contiguous()], [o0])
-            return o0
+            o0 = torch.empty(tuple(v23.shape), dtype=torch.float32, device=v23.device, memory_format=_kopt_torch.channels_last if CHANNELS_LAST else _kopt_torch.contiguous_format)
+            _kopt_tail(_kopt_dense([v23, v0]), _kopt_dense([o0], False))
+            return _kopt_out(o0)
         _r = torch.ops.aten.add(v23, v0)
         v26 = _r[0] if isinstance(_r, (tuple, list)) else _r
         _r = torch.ops.aten.relu_(v26)

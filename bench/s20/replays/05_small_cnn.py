@@ -63,6 +63,17 @@ def _kopt_out(t):
     # The reference returns NCHW-contiguous tensors: so does the replay.
     return t.contiguous() if isinstance(t, _kopt_torch.Tensor) else t
 
+
+def _kopt_dense(ts, as_views=True):
+    # 4-D tensors of one shape as contiguous tensors of one memory order for
+    # an elementwise kernel: NHWC (as its [N, H, W, C] view) when
+    # CHANNELS_LAST, else NCHW. as_views=False: `ts` are already in that
+    # order (the outputs it allocated), only viewed.
+    if CHANNELS_LAST:
+        cl = _kopt_torch.channels_last
+        return [(t if not as_views else t.contiguous(memory_format=cl)).permute(0, 2, 3, 1) for t in ts]
+    return [t.contiguous() for t in ts]
+
 LT_EPILOGUE = 1  # kopt:knob LT_EPILOGUE 1 {0,1} 1 GEMM(s) with their bias and activation in one cuBLASLt call (_addmm_activation), no separate activation pass; 0 keeps them apart
 
 POOL_FIRST = 1  # kopt:knob POOL_FIRST 1 {0,1} 3 activation(s) that never decrease run after the max pool that follows them, on its smaller output (max(f(x)) == f(max(x))); 0 keeps the order
