@@ -438,7 +438,10 @@ std::string OutOfPlace(const std::string& name) {
 /// parameters are in `_p`, buffers in `_b` and inputs in `args`.
 class Replay {
  public:
-  Replay(const OpGraph& g, const ReplayOptions& o) : g_(g), o_(o) {
+  /// Nodes from `tail_from` on may run inside a fused tail kernel: no
+  /// activation there goes into a GEMM's epilogue (the tail would apply it
+  /// a second time).
+  Replay(const OpGraph& g, const ReplayOptions& o, std::size_t tail_from) : g_(g), o_(o) {
     if (o_.sdpa)
       for (AttentionRegion& a : AttentionRegions(g_)) {
         for (std::size_t i : a.nodes) {
@@ -450,11 +453,13 @@ class Replay {
       }
     if (o_.lt_epilogue)
       for (const LibraryEpilogue& e : LibraryEpilogues(g_)) {
+        if (e.act >= tail_from) continue;
         epilogue_at_gemm_[e.gemm] = e;
         epilogue_at_act_[e.act] = e;
       }
     if (!o_.gemm_source.empty())
-      for (const KernelGemm& k : KernelGemms(g_)) {
+      for (KernelGemm k : KernelGemms(g_)) {
+        if (k.act && *k.act >= tail_from) k.act.reset(), k.act_code = 0;
         kgemm_at_[k.gemm] = k;
         if (k.act) kgemm_act_.insert(*k.act);
       }
@@ -953,7 +958,7 @@ std::optional<std::string> ReplaySource(const OpGraph& g, const FusedKernel* tai
   const bool rewrites = options.channels_last || options.sdpa || options.pool_first ||
                         options.lt_epilogue || !options.gemm_source.empty();
   const std::size_t first = tail ? std::min(tail_from, g.nodes.size()) : g.nodes.size();
-  Replay r(g, options);
+  Replay r(g, options, first);
   for (std::size_t i = 0; i < first; ++i)
     if (!r.Node(g.nodes[i], why)) return std::nullopt;
   if (tail && rewrites) {

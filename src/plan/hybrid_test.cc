@@ -419,6 +419,14 @@ TEST(Hybrid, OnHopperTheForwardsFp32GemmsRunAsKoptsKernelWithTheirActivation) {
   ASSERT_TRUE(block);
   EXPECT_EQ(block->detail.value("kernel_gemms", 0), 4);
   EXPECT_NE(block->candidate.source.find(", 2)\n"), std::string::npos);  // GELU (erf)
+  // An activation inside the fused tail stays the tail's: level2/01's GELU
+  // is not also put into the GEMM's epilogue (it would be applied twice).
+  const auto lin = ChannelsLastOption("level2", "01_linear_gelu_scale", false, 9);
+  ASSERT_TRUE(lin);
+  const std::string& ls = lin->candidate.source;
+  ASSERT_NE(ls.find("\nFUSED_TAIL = 1"), std::string::npos);
+  EXPECT_NE(ls.find("= _kopt_gemm(v"), std::string::npos);
+  EXPECT_EQ(ls.find(", 2)\n"), std::string::npos) << ls;
   // Not offered off Hopper (the kernel is sm_90a), nor where no GEMM is fp32 2-D.
   EXPECT_EQ(ChannelsLastOption("level3", "01_mlp", false, 8)->detail.value("kernel_gemms", 0), 0);
   EXPECT_EQ(ChannelsLastOption("level3", "02_resnet_basic_block", false, 9)

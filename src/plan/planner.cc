@@ -315,7 +315,8 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
   }
   if (!ro.gemm_source.empty()) {
     int fused = 0;
-    for (const KernelGemm& k : gemms) fused += k.act ? 1 : 0;
+    // An activation inside the fused tail stays the tail's (ReplaySource).
+    for (const KernelGemm& k : gemms) fused += k.act && (!tail || *k.act < tail->first) ? 1 : 0;
     what.push_back("GEMMs as kopt's wgmma 3xTF32 kernel");
     why_pays.push_back(fmt::format(
         "{} fp32 GEMM(s) run on the tensor cores at fp32 accuracy (three TF32 products per "
