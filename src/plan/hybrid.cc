@@ -828,15 +828,47 @@ CHANNELS_LAST = 1  # kopt:knob CHANNELS_LAST 1 {0,1} convolutions (and the ops a
 CUDNN_BENCHMARK = 1  # kopt:knob CUDNN_BENCHMARK 1 {0,1} cuDNN times its algorithms once per shape and keeps the fastest; 0 takes its heuristic's pick
 
 
+def _kopt_transposable(t):
+    # A layout conversion kopt's transpose kernel takes: on the GPU, float32,
+    # large enough that the launch does not dominate.
+    return (_KOPT_TRANSPOSE_SOURCE is not None and LAYOUT_KERNEL and t.is_cuda
+            and t.dtype == _kopt_torch.float32 and t.numel() >= (1 << 16))
+
+
+def _kopt_transpose(x, y):
+    # y[p, b, a] = x[p, a, b], both contiguous 3-D views.
+    if not _kopt_transpose_mod:
+        import kopt
+        _kopt_transpose_mod.append(kopt.load_cuda(_KOPT_TRANSPOSE_SOURCE, name="kopt_transpose"))
+    _kopt_transpose_mod[0]([x], [y])
+
+
+_kopt_transpose_mod = []
+
+
 def _kopt_cl(t):
     if CHANNELS_LAST and isinstance(t, _kopt_torch.Tensor) and t.dim() == 4:
-        return t.contiguous(memory_format=_kopt_torch.channels_last)
+        cl = _kopt_torch.channels_last
+        if _kopt_transposable(t) and t.is_contiguous() and not t.is_contiguous(memory_format=cl):
+            n, c, h, w = t.shape
+            y = _kopt_torch.empty_like(t, memory_format=cl)
+            _kopt_transpose(t.view(n, c, h * w), y.permute(0, 2, 3, 1).view(n, h * w, c))
+            return y
+        return t.contiguous(memory_format=cl)
     return t
 
 
 def _kopt_out(t):
     # The reference returns NCHW-contiguous tensors: so does the replay.
-    return t.contiguous() if isinstance(t, _kopt_torch.Tensor) else t
+    if not isinstance(t, _kopt_torch.Tensor):
+        return t
+    if (t.dim() == 4 and _kopt_transposable(t) and not t.is_contiguous()
+            and t.is_contiguous(memory_format=_kopt_torch.channels_last)):
+        n, c, h, w = t.shape
+        y = _kopt_torch.empty(tuple(t.shape), dtype=t.dtype, device=t.device)
+        _kopt_transpose(t.permute(0, 2, 3, 1).view(n, h * w, c), y.view(n, c, h * w))
+        return y
+    return t.contiguous()
 
 
 def _kopt_dense(ts, as_views=True):
@@ -996,7 +1028,17 @@ std::optional<std::string> ReplaySource(const OpGraph& g, const FusedKernel* tai
             "# The task's own source follows, so ModelNew has the Model's parameters.\n";
   src += task_source;
   if (!src.empty() && src.back() != '\n') src += "\n";
-  if (options.channels_last) src += kLayoutPrelude;
+  if (options.channels_last) {
+    src += kLayoutPrelude;
+    if (options.transpose_source.empty())
+      src += "\n_KOPT_TRANSPOSE_SOURCE = None\nLAYOUT_KERNEL = 0\n";
+    else
+      src +=
+          "\nLAYOUT_KERNEL = 1  # kopt:knob LAYOUT_KERNEL 1 {0,1} NCHW <-> NHWC conversions of "
+          "activations by kopt's shared-memory transpose kernel (both sides coalesced); 0 by "
+          "PyTorch's strided copy\n\n_KOPT_TRANSPOSE_SOURCE = r\"\"\"\n" +
+          options.transpose_source + "\"\"\"\n";
+  }
   if (r.EpilogueCount() > 0)
     src += fmt::format(
         "\nLT_EPILOGUE = 1  # kopt:knob LT_EPILOGUE 1 {{0,1}} {} GEMM(s) with their bias and "

@@ -53,6 +53,10 @@ struct ReplayOptions {
   /// GEMM, its bias and activation applied as it stores. Adds the knob
   /// GEMM_3XTF32. Empty: none.
   std::string gemm_source;
+  /// With channels_last: kopt's transpose kernel (kernels/layout) for the
+  /// NCHW <-> NHWC conversions of float32 activations on the GPU. Adds the
+  /// knob LAYOUT_KERNEL. Empty: PyTorch's copies.
+  std::string transpose_source;
 };
 
 /// A GEMM kopt's GEMM kernel takes whole: addmm(bias [N], x [M, K], w [K,

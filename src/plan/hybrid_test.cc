@@ -183,6 +183,10 @@ TEST(Hybrid, ConvolutionNetworksGetAChannelsLastReplayWithLayoutKnobs) {
               std::string::npos);
     EXPECT_EQ(src.find("FUSED_TAIL = 1  # kopt:knob") != std::string::npos, tail) << stem;
     EXPECT_EQ(o->detail.value("tail_ops", Json::array()).empty(), !tail) << stem;
+    // Activations change layout through kopt's transpose kernel (on the GPU).
+    EXPECT_NE(src.find("\nLAYOUT_KERNEL = 1  # kopt:knob LAYOUT_KERNEL 1 {0,1}"), std::string::npos)
+        << stem;
+    EXPECT_NE(src.find("_KOPT_TRANSPOSE_SOURCE = r\"\"\"\n"), std::string::npos) << stem;
     // Every convolution reads its input and weight through the layout
     // helpers; nothing views or aliases with the captured NCHW strides.
     EXPECT_NE(src.find("torch.ops.aten.convolution(_kopt_cl(v"), std::string::npos) << stem;
@@ -382,7 +386,7 @@ TEST(Hybrid, TheLibraryReplayComputesWhatTheModelDoesAtEveryKnob) {
       if (tail) settings.push_back("FUSED_TAIL=1");
       if (has("CHANNELS_LAST"))
         settings.push_back(tail ? "CHANNELS_LAST=0 FUSED_TAIL=0" : "CHANNELS_LAST=0");
-      for (const char* knob : {"POOL_FIRST", "SDPA", "LT_EPILOGUE"})
+      for (const char* knob : {"POOL_FIRST", "SDPA", "LT_EPILOGUE", "LAYOUT_KERNEL"})
         if (has(knob)) settings.push_back(fmt::format("{}=0", knob));
       if (reuse) settings.resize(1);
       for (const std::string& set : settings) {

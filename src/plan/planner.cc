@@ -249,6 +249,9 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
   const auto& libs = in.contract.libraries;
   ro.lt_epilogue =
       !epilogues.empty() && std::find(libs.begin(), libs.end(), "cublaslt") != libs.end();
+  if (const KernelTemplate* t = FindTemplateById(in.templates, "layout/transpose_last2");
+      t && ro.channels_last)
+    ro.transpose_source = t->source;
   // kopt's wgmma GEMM for the forward's fp32 GEMMs: sm_90a only.
   const auto gemms = KernelGemms(g);
   const int cc = in.bundle ? in.bundle->device.cc_major * 10 + in.bundle->device.cc_minor : 0;
