@@ -387,7 +387,7 @@ TEST(Hybrid, TheLibraryReplayComputesWhatTheModelDoesAtEveryKnob) {
       if (has("CHANNELS_LAST"))
         settings.push_back(tail ? "CHANNELS_LAST=0 FUSED_TAIL=0" : "CHANNELS_LAST=0");
       for (const char* knob : {"POOL_FIRST", "SDPA", "LT_EPILOGUE", "LAYOUT_KERNEL"})
-        if (has(knob)) settings.push_back(fmt::format("{}=0", knob));
+        if (has(knob)) settings.push_back(fmt::format("{}=0{}", knob, tail ? " FUSED_TAIL=0" : ""));
       if (reuse) settings.resize(1);
       for (const std::string& set : settings) {
         const fs::path log = dir / fmt::format("{}.log", n++);
