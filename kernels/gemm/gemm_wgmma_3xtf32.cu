@@ -41,6 +41,8 @@
 #include <kopt/scratch.h>
 #include <stdint.h>
 
+// Slot and knob lines stay one line each (kernels/README.md).
+// clang-format off
 #define KOPT_TRANS_B 0  // slot: B layout: 0 = B is [K,N] (A @ B), 1 = B is [N,K] (A @ B.T, nn.Linear's weight)
 #define KOPT_BATCHED 0  // slot: 0 = one GEMM (A may have leading dims folded into M), 1 = batched bmm: A [b,M,K], B [b,K,N] or [b,N,K], C [b,M,N]
 #define KOPT_BIAS 0  // slot: 0 = no bias, 1 = in[2] is a bias of shape [N] added to every row (addmm / nn.Linear)
@@ -58,6 +60,7 @@ constexpr int GROUP_M = 8;
 // kopt:knob SPLIT_K 1 {0,1} 1: a GEMM with fewer tiles than half the SMs splits K across blocks (partial tiles summed in a fixed order by a second pass that applies the epilogue); 0: never
 constexpr int SPLIT_K = 1;
 // kopt:constraint STAGES * (64 * CONSUMERS + BN) * 256 + 1024 + 16 * STAGES <= 232448
+// clang-format on
 
 constexpr int BM = 64 * CONSUMERS;
 constexpr int BK = 32;  // fp32 elements in one 128-byte swizzled row
@@ -66,8 +69,9 @@ constexpr int A_TILE = BM * BK;  // floats in one plane of one stage
 constexpr int B_TILE = BN * BK;
 constexpr int STAGE_FLOATS = 2 * (A_TILE + B_TILE);  // A big, A small, B big, B small
 constexpr uint32_t STAGE_BYTES = STAGE_FLOATS * 4;
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024 + 16 * STAGES;  // + alignment slack + barriers
-constexpr int NACC = BN / 2;  // m64 × BN fp32 accumulators over 128 threads
+constexpr int SMEM_BYTES =
+    STAGES * STAGE_BYTES + 1024 + 16 * STAGES;  // + alignment slack + barriers
+constexpr int NACC = BN / 2;                    // m64 × BN fp32 accumulators over 128 threads
 
 static_assert(BN == 64 || BN == 128, "BN is 64 or 128");
 static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
@@ -99,11 +103,12 @@ __device__ __forceinline__ void split(float x, float& big, float& small) {
 
 // Row-major [rows, K] -> two [rows, Kp] planes (Kp = K rounded up to 4, the
 // pad zeroed). One thread per 4 consecutive elements of a padded row.
-__global__ void split_rows(const float* __restrict__ x, float* __restrict__ big, float* __restrict__ small,
-                           int64_t rows, int K, int Kp, bool vec) {
+__global__ void split_rows(const float* __restrict__ x, float* __restrict__ big,
+                           float* __restrict__ small, int64_t rows, int K, int Kp, bool vec) {
   const int q = Kp / 4;
   const int64_t n = rows * q;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t r = i / q;
     const int k = (int)(i - r * q) * 4;
     float v[4];
@@ -125,8 +130,8 @@ __global__ void split_rows(const float* __restrict__ x, float* __restrict__ big,
 }
 
 // [batch, K, N] -> two [batch, N, Kp] planes through a 32×32 shared tile.
-__global__ void split_transpose(const float* __restrict__ x, float* __restrict__ big, float* __restrict__ small,
-                                int K, int N, int Kp) {
+__global__ void split_transpose(const float* __restrict__ x, float* __restrict__ big,
+                                float* __restrict__ small, int K, int N, int Kp) {
   __shared__ float tile[32][33];
   const int n0 = blockIdx.x * 32, k0 = blockIdx.y * 32;
   const int64_t z = blockIdx.z;
@@ -155,13 +160,17 @@ __global__ void split_transpose(const float* __restrict__ x, float* __restrict__
 // ---------------------------------------------------------------------------
 // PTX helpers: mbarriers, TMA, wgmma.
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return (uint32_t)__cvta_generic_to_shared(p);
+}
 
 __device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count) : "memory");
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count)
+               : "memory");
 }
 __device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes)
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)),
+               "r"(bytes)
                : "memory");
 }
 __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
@@ -182,9 +191,11 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
 
 // A [32 × rows] box of a rank-3 map (k, row, batch) into shared memory,
 // counted on `bar` as bytes arrive.
-__device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, uint64_t* bar, int k, int row, int z) {
+__device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, uint64_t* bar, int k,
+                                         int row, int z) {
   asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], "
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, "
+      "%4, %5}], "
       "[%2];\n" ::"r"(smem_u32(dst)),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(k), "r"(row), "r"(z)
       : "memory");
@@ -194,12 +205,19 @@ __device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, uint
 // 1024 bytes apart (SBO); LBO is unused by swizzled K-major layouts.
 __device__ __forceinline__ uint64_t desc(const float* p) {
   const uint64_t a = smem_u32(p);
-  return ((a & 0x3FFFF) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 62);
+  return ((a & 0x3FFFF) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)(1024 >> 4) << 32) |
+         ((uint64_t)1 << 62);
 }
 
-__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wg_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wg_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wg_wait0() {
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+}
 // Pins registers the async MMAs write, so no access moves across a fence or wait.
 template <int N>
 __device__ __forceinline__ void pin(float (&r)[N]) {
@@ -207,29 +225,35 @@ __device__ __forceinline__ void pin(float (&r)[N]) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
 }
 
-#define KOPT_D8(i)                                                                                         \
-  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
-      "+f"(d[i + 7])
+#define KOPT_D8(i)                                                                            \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+      "+f"(d[i + 6]), "+f"(d[i + 7])
 
 // d (+)= A·B for a 64 × BN × 8 slice, both operands from shared memory;
 // scale_d = 0 starts the sum from zero.
-__device__ __forceinline__ void wgmma_tf32(float (&d)[NACC], uint64_t da, uint64_t db, int scale_d) {
+__device__ __forceinline__ void wgmma_tf32(float (&d)[NACC], uint64_t da, uint64_t db,
+                                           int scale_d) {
 #if KOPT_WGMMA
   if constexpr (BN == 128) {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "
-        "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, "
-        "%43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "
+        "%19, %20, %21, "
+        "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, "
+        "%40, %41, %42, "
+        "%43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, "
+        "%61, %62, %63}, "
         "%64, %65, p, 1, 1;\n}\n"
-        : KOPT_D8(0), KOPT_D8(8), KOPT_D8(16), KOPT_D8(24), KOPT_D8(32), KOPT_D8(40), KOPT_D8(48), KOPT_D8(56)
+        : KOPT_D8(0), KOPT_D8(8), KOPT_D8(16), KOPT_D8(24), KOPT_D8(32), KOPT_D8(40), KOPT_D8(48),
+          KOPT_D8(56)
         : "l"(da), "l"(db), "r"(scale_d));
   } else {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "
+        "%19, %20, %21, "
         "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
         "%32, %33, p, 1, 1;\n}\n"
         : KOPT_D8(0), KOPT_D8(8), KOPT_D8(16), KOPT_D8(24)
@@ -256,14 +280,17 @@ __device__ __forceinline__ float epilogue_op(float v, float bias) {
 // ---------------------------------------------------------------------------
 
 __global__ void __launch_bounds__(THREADS, 1)
-gemm_wgmma_kernel(const __grid_constant__ CUtensorMap a_big, const __grid_constant__ CUtensorMap a_small,
-                  const __grid_constant__ CUtensorMap b_big, const __grid_constant__ CUtensorMap b_small,
-                  const float* __restrict__ bias, float* __restrict__ C, int M, int N, int Kp, int b_batched,
-                  bool vec_store, int kt_per_split, float* __restrict__ partial) {
+    gemm_wgmma_kernel(const __grid_constant__ CUtensorMap a_big,
+                      const __grid_constant__ CUtensorMap a_small,
+                      const __grid_constant__ CUtensorMap b_big,
+                      const __grid_constant__ CUtensorMap b_small, const float* __restrict__ bias,
+                      float* __restrict__ C, int M, int N, int Kp, int b_batched, bool vec_store,
+                      int kt_per_split, float* __restrict__ partial) {
 #if KOPT_WGMMA
   extern __shared__ uint8_t smem_raw[];
   // 128-byte swizzled tiles need 1024-byte aligned addresses.
-  float* smem = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~(uintptr_t)1023);
+  float* smem =
+      reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~(uintptr_t)1023);
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + STAGES * STAGE_FLOATS);
   uint64_t* empty = full + STAGES;
   auto plane = [&](int stage, int which) -> float* {  // 0 A big, 1 A small, 2 B big, 3 B small
@@ -386,7 +413,8 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap a_big, const __grid_consta
 // Split K: C = epilogue(sum of the splits' partial tiles, in split order).
 __global__ void splitk_reduce(const float* __restrict__ partial, int splits, int64_t mn, int N,
                               const float* __restrict__ bias, float* __restrict__ C) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < mn; i += (int64_t)gridDim.x * blockDim.x) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < mn;
+       i += (int64_t)gridDim.x * blockDim.x) {
     float v = 0.0f;
     for (int s = 0; s < splits; ++s) v += partial[s * mn + i];
     float b = 0.0f;
@@ -404,8 +432,8 @@ static PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
   if (!fn) {
     void* p = nullptr;
     cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) ==
-            cudaSuccess &&
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
+                                         &q) == cudaSuccess &&
         q == cudaDriverEntryPointSuccess)
       fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
   }
@@ -413,27 +441,32 @@ static PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
 }
 
 // A rank-3 map over [batch][rows][Kp] floats, boxes of 32 (k) × box_rows.
-static bool make_map(CUtensorMap* map, const float* base, int64_t Kp, int64_t rows, int64_t batch, int box_rows) {
+static bool make_map(CUtensorMap* map, const float* base, int64_t Kp, int64_t rows, int64_t batch,
+                     int box_rows) {
   auto encode = encode_fn();
   if (!encode) return false;
   const cuuint64_t dims[3] = {(cuuint64_t)Kp, (cuuint64_t)rows, (cuuint64_t)batch};
   const cuuint64_t strides[2] = {(cuuint64_t)Kp * 4, (cuuint64_t)(Kp * rows) * 4};
   const cuuint32_t box[3] = {(cuuint32_t)BK, (cuuint32_t)box_rows, 1};
   const cuuint32_t elem[3] = {1, 1, 1};
-  return encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, const_cast<float*>(base), dims, strides, box, elem,
-                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+  return encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, const_cast<float*>(base), dims, strides,
+                box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-static int split_into(const float* x, float* big, float* small, int64_t rows, int K, int Kp, cudaStream_t s) {
+static int split_into(const float* x, float* big, float* small, int64_t rows, int K, int Kp,
+                      cudaStream_t s) {
   const bool vec = K == Kp && (reinterpret_cast<uintptr_t>(x) & 15) == 0;
   const int64_t quads = rows * (Kp / 4);
   const int64_t blocks = (quads + 255) / 256;
-  split_rows<<<(unsigned)(blocks < 8192 ? blocks : 8192), 256, 0, s>>>(x, big, small, rows, K, Kp, vec);
+  split_rows<<<(unsigned)(blocks < 8192 ? blocks : 8192), 256, 0, s>>>(x, big, small, rows, K, Kp,
+                                                                       vec);
   return (int)cudaGetLastError();
 }
 
-extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, int n_out, kopt_stream stream) {
+extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, int n_out,
+                            kopt_stream stream) {
   if (n_in != 2 + KOPT_BIAS || n_out != 1) return 1;
   const kopt_tensor &A = in[0], &B = in[1];
   kopt_tensor& Ct = out[0];
@@ -477,12 +510,15 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
   static int sms = 0;
   if (!configured) {
     int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
       return 7;
     int built = 0;
-    if (cudaMemcpyFromSymbol(&built, kopt_wgmma_built, sizeof built) != cudaSuccess || !built) return 9;
+    if (cudaMemcpyFromSymbol(&built, kopt_wgmma_built, sizeof built) != cudaSuccess || !built)
+      return 9;
     if (!encode_fn()) return 10;
-    cudaError_t e = cudaFuncSetAttribute(gemm_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+    cudaError_t e = cudaFuncSetAttribute(gemm_wgmma_kernel,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
     if (e != cudaSuccess) return (int)e;
     configured = true;
   }
@@ -504,11 +540,12 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
     splits = (KT + kt_per_split - 1) / kt_per_split;
   }
   const int64_t p_elems = splits > 1 ? splits * M * N : 0;
-  float* scratch =
-      static_cast<float*>(kopt_scratch((size_t)(2 * a_elems + 2 * b_elems + p_elems) * sizeof(float)));
+  float* scratch = static_cast<float*>(
+      kopt_scratch((size_t)(2 * a_elems + 2 * b_elems + p_elems) * sizeof(float)));
   if (!scratch) return 8;
   float *ab = scratch, *as = ab + a_elems, *bb = as + a_elems, *bs = bb + b_elems;
-  float* partial = splits > 1 ? bs + b_elems : nullptr;  // 16-byte aligned: every plane is a multiple of 4 floats
+  float* partial = splits > 1 ? bs + b_elems
+                              : nullptr;  // 16-byte aligned: every plane is a multiple of 4 floats
 
   int rc = split_into(static_cast<const float*>(A.data), ab, as, batch * M, (int)K, (int)Kp, s);
   if (rc) return rc;
@@ -519,7 +556,8 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
   {
     const dim3 grid((unsigned)((N + 31) / 32), (unsigned)((Kp + 31) / 32), (unsigned)batch_b);
     if (grid.y > 65535) return 5;
-    split_transpose<<<grid, dim3(32, 8), 0, s>>>(static_cast<const float*>(B.data), bb, bs, (int)K, (int)N, (int)Kp);
+    split_transpose<<<grid, dim3(32, 8), 0, s>>>(static_cast<const float*>(B.data), bb, bs, (int)K,
+                                                 (int)N, (int)Kp);
     if (cudaGetLastError() != cudaSuccess) return 7;
   }
 #endif
@@ -530,15 +568,17 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
     return 11;
 
   float* c = static_cast<float*>(Ct.data);
-  const bool vec_store = ((reinterpret_cast<uintptr_t>(partial ? partial : c) & 7) == 0) && N % 2 == 0;
+  const bool vec_store =
+      ((reinterpret_cast<uintptr_t>(partial ? partial : c) & 7) == 0) && N % 2 == 0;
   if (tiles > 0x7fffffffLL) return 5;
-  gemm_wgmma_kernel<<<dim3((unsigned)tiles, 1, (unsigned)(partial ? splits : batch)), THREADS, SMEM_BYTES, s>>>(
-      m_ab, m_as, m_bb, m_bs, bias, c, (int)M, (int)N, (int)Kp, KOPT_BATCHED, vec_store, (int)kt_per_split,
-      partial);
+  gemm_wgmma_kernel<<<dim3((unsigned)tiles, 1, (unsigned)(partial ? splits : batch)), THREADS,
+                      SMEM_BYTES, s>>>(m_ab, m_as, m_bb, m_bs, bias, c, (int)M, (int)N, (int)Kp,
+                                       KOPT_BATCHED, vec_store, (int)kt_per_split, partial);
   if (cudaGetLastError() != cudaSuccess) return 7;
   if (partial) {
     const int64_t mn = M * N, blocks = (mn + 255) / 256;
-    splitk_reduce<<<(unsigned)(blocks < 8192 ? blocks : 8192), 256, 0, s>>>(partial, (int)splits, mn, (int)N, bias, c);
+    splitk_reduce<<<(unsigned)(blocks < 8192 ? blocks : 8192), 256, 0, s>>>(partial, (int)splits,
+                                                                            mn, (int)N, bias, c);
   }
   return (int)cudaGetLastError();
 }

@@ -11,14 +11,18 @@
 #include <kopt/abi.h>
 #include <stdint.h>
 
+// Slot and knob lines stay one line each (kernels/README.md).
+// clang-format off
 // kopt:knob TILE 32 {32,64} tile side: 64 moves more per block (fewer blocks, more shared memory)
 constexpr int TILE = 32;
 // kopt:knob ROWS 8 {4,8,16} thread rows per block (block = 32 x ROWS threads): more rows, fewer elements per thread
 constexpr int ROWS = 8;
 // kopt:constraint TILE % ROWS == 0
+// clang-format on
 
-__global__ void __launch_bounds__(32 * ROWS) transpose_kernel(const float* __restrict__ in, float* __restrict__ out,
-                                                              int A, int B, int64_t planes) {
+__global__ void __launch_bounds__(32 * ROWS)
+    transpose_kernel(const float* __restrict__ in, float* __restrict__ out, int A, int B,
+                     int64_t planes) {
   __shared__ float tile[TILE][TILE + 1];
   const int64_t tiles_b = (B + TILE - 1) / TILE;
   const int a0 = blockIdx.y * TILE;
@@ -47,7 +51,8 @@ __global__ void __launch_bounds__(32 * ROWS) transpose_kernel(const float* __res
   }
 }
 
-extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, int n_out, kopt_stream stream) {
+extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, int n_out,
+                            kopt_stream stream) {
   if (n_in != 1 || n_out != 1) return 1;
   const kopt_tensor &X = in[0], &Y = out[0];
   if (X.dtype != KOPT_FLOAT32 || Y.dtype != KOPT_FLOAT32) return 2;
