@@ -101,6 +101,11 @@ const KernelTemplate* FindTemplate(const std::vector<KernelTemplate>& ts, const 
   return nullptr;
 }
 
+/// The captured device's compute capability as e.g. 90; 0 when unknown.
+int ComputeCapability(const PlanInputs& in) {
+  return in.bundle ? in.bundle->device.cc_major * 10 + in.bundle->device.cc_minor : 0;
+}
+
 const KernelTemplate* FindTemplateById(const std::vector<KernelTemplate>& ts,
                                        const std::string& id) {
   for (const KernelTemplate& t : ts)
@@ -254,7 +259,7 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
     ro.transpose_source = t->source;
   // kopt's wgmma GEMM for the forward's fp32 GEMMs: sm_90a only.
   const auto gemms = KernelGemms(g);
-  const int cc = in.bundle ? in.bundle->device.cc_major * 10 + in.bundle->device.cc_minor : 0;
+  const int cc = ComputeCapability(in);
   if (const KernelTemplate* t = FindTemplateById(in.templates, "gemm/gemm_wgmma_3xtf32");
       t && cc == 90 && !gemms.empty())
     ro.gemm_source = t->source;
@@ -978,9 +983,8 @@ Plan MakePlan(const PlanInputs& in) {
         plan.options.push_back(std::move(*o));
     }
     const double hard_floor = in.bundle ? in.bundle->hard_floor_ms : 0;
-    for (PlanOption& o : MatchTemplates(
-             *graph, in.templates, in.task_stem, &plan.notes,
-             in.bundle ? in.bundle->device.cc_major * 10 + in.bundle->device.cc_minor : 0)) {
+    for (PlanOption& o :
+         MatchTemplates(*graph, in.templates, in.task_stem, &plan.notes, ComputeCapability(in))) {
       if (o.detail.value("algebraic", false))
         o.est_ms = hard_floor > 0 ? hard_floor * 1.3 : (floor > 0 ? floor * 0.1 : 0);
       else
