@@ -237,8 +237,10 @@ std::optional<PlanOption> LibraryWithFusedTail(const OpGraph& g, const PlanInput
 /// algorithm search, attention written out as one fused
 /// scaled_dot_product_attention call, an activation before a max pool
 /// after it; the longest fusable tail as one generated kernel where there
-/// is one. A hybrid candidate whose knobs (CHANNELS_LAST, CUDNN_BENCHMARK,
-/// SDPA, POOL_FIRST, FUSED_TAIL) let the tuner take each rewrite back.
+/// is one; on compute capability 9.0 the fp32 GEMMs as kopt's wgmma kernel.
+/// A hybrid candidate whose knobs (CHANNELS_LAST, CUDNN_BENCHMARK,
+/// LAYOUT_KERNEL, SDPA, POOL_FIRST, LT_EPILOGUE, GEMM_3XTF32, FUSED_TAIL)
+/// let the tuner take each rewrite back.
 std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
                                         std::vector<std::string>* notes) {
   if (in.task_source.empty() || !in.contract.torch_ops) return std::nullopt;
