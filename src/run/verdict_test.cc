@@ -607,6 +607,29 @@ TEST(VerdictTrust, ABaselineSlowedBesideTheCandidateIsIncorrect) {
   EXPECT_TRUE(std::holds_alternative<Incorrect>(JudgeTiming(slept, small, {}, {}, &clean)));
 }
 
+TEST(VerdictTrust, OnTheHostClockABusyMachineIsNotASlowedReference) {
+  // A CPU worker on a loaded two-core machine: most eager calls beside the
+  // candidate read 4x the clean median (the CI failure of session 20), the
+  // fastest does not. Not a verdict ...
+  auto host_reply = [](std::vector<double> eager) {
+    return Json{{"samples",
+                 {{"candidate", {{"event_ms", Json::array()}, {"host_ms", {0.2, 0.2, 0.2, 0.2}}}},
+                  {"eager", {{"event_ms", Json::array()}, {"host_ms", eager}}}}}};
+  };
+  CleanFacts clean;
+  clean.host_clock = true;
+  clean.eager_ms = Summarize({0.25, 0.25, 0.26, 0.25});
+  TaskBundle b = OneOutput();
+  b.hard_floor_ms = 0;
+  Outcome ok = JudgeTiming(host_reply({1.0, 1.05, 0.27, 1.1}), b, {}, {}, &clean);
+  EXPECT_TRUE(std::holds_alternative<Measured>(ok)) << OutcomeLine(ok);
+  // ... while a busy wait of 2 ms in the reference slows every call.
+  Outcome bad = JudgeTiming(host_reply({2.3, 2.25, 2.4, 2.26}), b, {}, {}, &clean);
+  ASSERT_TRUE(std::holds_alternative<Incorrect>(bad)) << OutcomeLine(bad);
+  EXPECT_NE(std::get<Incorrect>(bad).reasons[0].find("fastest call 2.25 ms"), std::string::npos)
+      << std::get<Incorrect>(bad).reasons[0];
+}
+
 TEST(VerdictTrust, TheReferenceProbeAfterTimingMustMatchTheCleanProcess) {
   Json same = trust::Fp(3, 500, 400);
   CleanFacts clean = trust::Clean(same);
