@@ -312,6 +312,60 @@ std::vector<KernelGemm> KernelGemms(const OpGraph& g) {
   return out;
 }
 
+std::vector<KernelBatchNorm> KernelBatchNorms(const OpGraph& g) {
+  static const std::set<std::string> kBn = {"native_batch_norm", "_native_batch_norm_legit",
+                                            "cudnn_batch_norm"};
+  std::vector<KernelBatchNorm> out;
+  for (const GraphNode& n : g.nodes) {
+    if (!kBn.count(n.base) || n.out.empty() || n.args.size() < 5) continue;
+    // input, weight, bias, running_mean, running_var: a value or None each.
+    std::vector<int> t;
+    bool ok = true;
+    for (std::size_t i = 0; i < 5; ++i) {
+      const Json& a = n.args[i];
+      if (a.is_null()) {
+        t.push_back(-1);
+      } else if (a.is_object() && a.contains("v")) {
+        t.push_back(a.at("v").get<int>());
+        ok = ok && g.Value(t.back()).dtype == "float32";
+      } else {
+        ok = false;
+      }
+    }
+    const auto rank = t[0] < 0 ? 0 : g.Value(t[0]).shape.size();
+    const auto momentum = Num(n, 6, "momentum");
+    ok = ok && t[0] >= 0 && (rank == 2 || rank == 4) && (t[1] < 0) == (t[2] < 0) &&
+         (t[3] < 0) == (t[4] < 0) && OpGraph::Arg(n, 5, "training") &&
+         OpGraph::Arg(n, 5, "training")->is_boolean() &&
+         OpGraph::Arg(n, 5, "training")->get<bool>() && momentum && *momentum >= 0 &&
+         *momentum < 1 && Num(n, 7, "eps");
+    for (std::size_t j = 1; j < n.out.size(); ++j)
+      ok = ok && !g.IsOutput(n.out[j]) && g.Consumers(n.out[j]).empty();
+    if (!ok) continue;
+    KernelBatchNorm k;
+    k.bn = static_cast<std::size_t>(n.index);
+    int y = n.out[0];
+    const auto& shape = g.Value(y).shape;
+    if (const GraphNode* a = OnlyReader(g, y);
+        a && a->base == "add" && a->in.size() == 2 && a->out.size() == 1 &&
+        Num(*a, 2, "alpha").value_or(1) == 1 && (!a->inplace || a->in[0] == y)) {
+      const int r = a->in[0] == y ? a->in[1] : a->in[0];
+      const GraphNode* p = g.Producer(r);
+      if (r != y && g.Value(r).shape == shape && g.Value(r).dtype == "float32" &&
+          (!p || p->index < n.index)) {
+        k.add = static_cast<std::size_t>(a->index);
+        k.residual = r;
+        y = a->out[0];
+      }
+    }
+    if (const GraphNode* r = OnlyReader(g, y);
+        r && r->base == "relu" && r->in.size() == 1 && r->out.size() == 1)
+      k.act = static_cast<std::size_t>(r->index);
+    out.push_back(k);
+  }
+  return out;
+}
+
 std::vector<AttentionRegion> AttentionRegions(const OpGraph& g) {
   std::vector<AttentionRegion> out;
   for (const GraphNode& sm : g.nodes) {
@@ -463,10 +517,24 @@ class Replay {
         kgemm_at_[k.gemm] = k;
         if (k.act) kgemm_act_.insert(*k.act);
       }
+    if (!o_.bn_source.empty())
+      for (KernelBatchNorm k : KernelBatchNorms(g_)) {
+        // An op inside the fused tail stays the tail's (it would be
+        // applied twice).
+        if (k.add && *k.add >= tail_from) k.add.reset(), k.residual = -1, k.act.reset();
+        if (k.act && *k.act >= tail_from) k.act.reset();
+        int y = g_.nodes[k.bn].out[0];
+        if (k.add) {
+          kbn_fused_[*k.add] = y;
+          y = g_.nodes[*k.add].out[0];
+        }
+        if (k.act) kbn_fused_[*k.act] = y;
+        kbn_at_[k.bn] = k;
+      }
     if (o_.pool_first)
       for (const auto& [act, pool] : PoolFirstPairs(g_)) {
-        // Already in a GEMM's epilogue.
-        if (epilogue_at_act_.count(act) || kgemm_act_.count(act)) continue;
+        // Already in a GEMM's epilogue or applied by a BatchNorm kernel.
+        if (epilogue_at_act_.count(act) || kgemm_act_.count(act) || kbn_fused_.count(act)) continue;
         act_before_pool_[act] = pool;
         act_after_pool_[pool] = act;
       }
@@ -483,6 +551,10 @@ class Replay {
   std::size_t AttentionCount() const { return attention_at_.size(); }
   /// How many GEMMs run as kopt's kernel (knob GEMM_3XTF32).
   std::size_t KernelGemmCount() const { return kgemm_at_.size(); }
+  /// How many BatchNorms run as kopt's kernel (knob BN_KERNEL), and how
+  /// many residual adds and ReLUs they apply.
+  std::size_t KernelBnCount() const { return kbn_at_.size(); }
+  std::size_t KernelBnFusedCount() const { return kbn_fused_.size(); }
 
   std::string indent = "        ";
   std::string body;
@@ -531,6 +603,28 @@ class Replay {
       indent.resize(indent.size() - 4);
       return true;
     }
+    if (auto it = kbn_at_.find(i); it != kbn_at_.end()) {
+      // kopt's BatchNorm kernel with the residual and ReLU after it, or the
+      // BatchNorm as the other rewrites have it.
+      const KernelBatchNorm& k = it->second;
+      std::vector<std::string> a;
+      for (std::size_t j = 0; j < 5; ++j) {
+        std::string x;
+        if (!Py(n.args[j], g_, &x, why)) return false;
+        a.push_back(x);
+      }
+      if (k.residual >= 0 && !Bind(k.residual)) {
+        *why = "a BatchNorm's residual is a constant made outside any op";
+        return false;
+      }
+      const std::string line =
+          fmt::format("v{} = _kopt_bn({}, {:.17g}, {:.17g}, {}, {})", n.out[0], fmt::join(a, ", "),
+                      Num(n, 6, "momentum").value_or(0.1), Num(n, 7, "eps").value_or(1e-5),
+                      k.act ? 1 : 0, k.residual >= 0 ? fmt::format("v{}", k.residual) : "None");
+      return Branch(n, "BN_KERNEL", line, why);
+    }
+    if (auto it = kbn_fused_.find(i); it != kbn_fused_.end())  // applied by the BatchNorm kernel
+      return Branch(n, "BN_KERNEL", fmt::format("v{} = v{}", n.out[0], it->second), why);
     if (auto it = kgemm_at_.find(i); it != kgemm_at_.end()) {
       // kopt's GEMM kernel with the bias and activation, or the GEMM as the
       // other rewrites have it.
@@ -813,8 +907,10 @@ class Replay {
   std::set<int> conv_input_;
   std::map<std::size_t, std::size_t> act_before_pool_, act_after_pool_;
   std::map<std::size_t, LibraryEpilogue> epilogue_at_gemm_, epilogue_at_act_;
-  std::map<std::size_t, KernelGemm> kgemm_at_;  ///< by the GEMM's node
-  std::set<std::size_t> kgemm_act_;             ///< activations the GEMM kernel applies
+  std::map<std::size_t, KernelGemm> kgemm_at_;     ///< by the GEMM's node
+  std::set<std::size_t> kgemm_act_;                ///< activations the GEMM kernel applies
+  std::map<std::size_t, KernelBatchNorm> kbn_at_;  ///< by the BatchNorm's node
+  std::map<std::size_t, int> kbn_fused_;  ///< add or ReLU it applies -> the value passed on
   std::set<std::size_t> in_attention_;
   std::set<int> hidden_;  ///< values bound on one branch only (inside an attention region)
   std::map<std::size_t, AttentionRegion> attention_at_;  ///< by its last node
@@ -944,6 +1040,64 @@ def _kopt_gemm(x, w, bias, act):
     return out
 )PY";
 
+// The BatchNorm helper; {0} is the count, {1} what it fuses, {2} the source.
+const char* kBatchNormPrelude = R"PY(
+# ---- kopt: BatchNorms as kopt's channels-last kernel ----
+import re as _kopt_re
+import torch as _kopt_torch
+import kopt as _kopt_lib
+
+BN_KERNEL = 1  # kopt:knob BN_KERNEL 1 {{0,1}} {0} BatchNorm(s) in training mode over NHWC values as kopt's kernel (the statistics in one read with each thread on a channel group, then one pass applying scale and shift{1}); 0 PyTorch's
+
+_KOPT_BN_SOURCE = r"""
+{2}"""
+_kopt_bn_mods = {{}}
+
+
+def _kopt_bn(x, w, b, rm, rv, momentum, eps, act, res):
+    # act(batch_norm(x) + res) in training mode, the running statistics
+    # updated (num_batches_tracked stays the captured add_'s). The kernel
+    # takes channels-last values: NHWC (as the [N, H, W, C] view) or [N, C];
+    # anything else runs as PyTorch's ops.
+    cl = _kopt_torch.channels_last
+    rows = None
+    if x.dtype == _kopt_torch.float32:
+        if x.dim() == 2 and x.is_contiguous():
+            rows = lambda t: t
+        elif x.dim() == 4 and x.is_contiguous(memory_format=cl):
+            rows = lambda t: t.permute(0, 2, 3, 1)
+    if rows is not None and res is not None:
+        if res.shape != x.shape or res.dtype != x.dtype:
+            rows = None
+        else:
+            res = res.contiguous() if x.dim() == 2 else res.contiguous(memory_format=cl)
+    if rows is None:
+        y = _kopt_torch.nn.functional.batch_norm(x, rm, rv, w, b, True, momentum, eps)
+        if res is not None:
+            y = y + res
+        return _kopt_torch.relu(y) if act == 1 else y
+    key = (int(w is not None), int(rm is not None), int(res is not None), act,
+           round(eps * 1e12), round(momentum * 1e12))
+    mod = _kopt_bn_mods.get(key)
+    if mod is None:
+        src = _KOPT_BN_SOURCE
+        for name, value in (("KOPT_AFFINE", key[0]), ("KOPT_RUNNING", key[1]), ("KOPT_TRACKED", 0),
+                            ("KOPT_RESIDUAL", key[2]), ("KOPT_ACT", act), ("KOPT_EPS_E12", key[4]),
+                            ("KOPT_MOMENTUM_E12", key[5])):
+            src = _kopt_re.sub(r"(?m)^#define %s -?\d+" % name, "#define %s %d" % (name, value), src)
+        mod = _kopt_bn_mods[key] = _kopt_lib.load_cuda(src, name="kopt_batch_norm")
+    y = _kopt_torch.empty_like(x)
+    ins = [rows(x)]
+    if w is not None:
+        ins += [w.contiguous(), b.contiguous()]
+    if rm is not None:
+        ins += [rm, rv]
+    if res is not None:
+        ins.append(rows(res))
+    mod(ins, [rows(y)])
+    return y
+)PY";
+
 const char* kLayoutMethods = R"PY(
     def forward(self, *args):
         cudnn = _kopt_torch.backends.cudnn
@@ -988,7 +1142,8 @@ std::optional<std::string> ReplaySource(const OpGraph& g, const FusedKernel* tai
   }
   // A replay with rewrites keeps both ways of running the tail (FUSED_TAIL).
   const bool rewrites = options.channels_last || options.sdpa || options.pool_first ||
-                        options.lt_epilogue || !options.gemm_source.empty();
+                        options.lt_epilogue || !options.gemm_source.empty() ||
+                        !options.bn_source.empty();
   const std::size_t first = tail ? std::min(tail_from, g.nodes.size()) : g.nodes.size();
   Replay r(g, options, first);
   for (std::size_t i = 0; i < first; ++i)
@@ -1049,6 +1204,10 @@ std::optional<std::string> ReplaySource(const OpGraph& g, const FusedKernel* tai
     src += fmt::format(fmt::runtime(kAttentionPrelude), r.AttentionCount());
   if (r.KernelGemmCount() > 0)
     src += fmt::format(fmt::runtime(kGemmPrelude), r.KernelGemmCount(), options.gemm_source);
+  if (r.KernelBnCount() > 0)
+    src += fmt::format(fmt::runtime(kBatchNormPrelude), r.KernelBnCount(),
+                       r.KernelBnFusedCount() ? ", the residual add and ReLU after it" : "",
+                       options.bn_source);
   if (r.PoolFirstCount() > 0)
     src += fmt::format(
         "\nPOOL_FIRST = 1  # kopt:knob POOL_FIRST 1 {{0,1}} {} activation(s) that never decrease "

@@ -53,6 +53,11 @@ struct ReplayOptions {
   /// GEMM, its bias and activation applied as it stores. Adds the knob
   /// GEMM_3XTF32. Empty: none.
   std::string gemm_source;
+  /// kopt's channels-last BatchNorm kernel (kernels/norm/batch_norm_cl.cu)
+  /// for each KernelBatchNorms BatchNorm whose input is NHWC or [N, C] at
+  /// run time (PyTorch's otherwise), with the residual add and ReLU after it
+  /// applied as it stores. Adds the knob BN_KERNEL. Empty: none.
+  std::string bn_source;
   /// With channels_last: kopt's transpose kernel (kernels/layout) for the
   /// NCHW <-> NHWC conversions of float32 activations on the GPU. Adds the
   /// knob LAYOUT_KERNEL. Empty: PyTorch's copies.
@@ -70,6 +75,20 @@ struct KernelGemm {
   bool bias = false;               ///< addmm (bias first) rather than mm
 };
 std::vector<KernelGemm> KernelGemms(const OpGraph& g);
+
+/// A BatchNorm in training mode kopt's channels-last kernel takes: a
+/// float32 input of rank 2 or 4, weight and bias both given or neither,
+/// running statistics both or neither, 0 <= momentum < 1, only its first
+/// output read. Then, each the only reader of the value before it: an add
+/// of a residual of the same shape (alpha 1) made before the BatchNorm, and
+/// a ReLU, which the kernel applies as it stores.
+struct KernelBatchNorm {
+  std::size_t bn = 0;
+  std::optional<std::size_t> add;  ///< node index of the fused residual add
+  int residual = -1;               ///< the value it adds
+  std::optional<std::size_t> act;  ///< node index of the fused ReLU
+};
+std::vector<KernelBatchNorm> KernelBatchNorms(const OpGraph& g);
 
 /// A GEMM with a 1-D bias (addmm, beta = alpha = 1) whose output reaches an
 /// activation cuBLASLt can apply in its epilogue (ReLU, or GELU with the

@@ -70,7 +70,8 @@ const std::vector<std::tuple<std::string, std::string, bool>> kConvTasks = {
     {"level1", "28_conv_transpose2d", false},
     {"level2", "02_conv2d_relu_biasadd", true},
     {"level2", "04_conv2d_groupnorm_tanh_hardswish_residual", true},
-    {"level3", "02_resnet_basic_block", true},
+    // Its add + ReLU go into the second BatchNorm's kernel: no tail.
+    {"level3", "02_resnet_basic_block", false},
     {"level3", "05_small_cnn", false}};
 
 /// ... and those whose library replay fuses attention.
@@ -330,10 +331,33 @@ TEST(Hybrid, TheLibraryReplayComputesWhatTheModelDoesAtEveryKnob) {
     GTEST_SKIP() << "no python with torch";
   const fs::path dir = testing::ScratchDir("channels-last-replay");
   fs::create_directories(dir / "stub" / "kopt");
-  std::ofstream(dir / "stub" / "kopt" / "__init__.py") << "def load_cuda(src, *a, **k):\n"
-                                                          "    def run(ins, outs):\n"
-                                                          "        for o in outs: o.zero_()\n"
-                                                          "    return run\n";
+  // The fused tail's stand-in writes zeros; the BatchNorm kernel's computes
+  // what its slots say from the inputs in the ABI's order (channels last).
+  std::ofstream(dir / "stub" / "kopt" / "__init__.py")
+      << "import re, torch\n"
+         "def load_cuda(src, *a, **k):\n"
+         "    if '#define KOPT_RESIDUAL' in src:\n"
+         "        slot = lambda n: int(re.search(r'(?m)^#define %s (-?\\d+)' % n, src).group(1))\n"
+         "        aff, run, res, act = [slot('KOPT_' + n) for n in ('AFFINE', 'RUNNING', "
+         "'RESIDUAL', "
+         "'ACT')]\n"
+         "        eps, mom = slot('KOPT_EPS_E12') * 1e-12, slot('KOPT_MOMENTUM_E12') * 1e-12\n"
+         "        assert slot('KOPT_TRACKED') == 0\n"
+         "        def bn(ins, outs):\n"
+         "            x, y = ins[0], outs[0]\n"
+         "            assert x.is_contiguous() and y.is_contiguous() and len(ins) == 1 + 2 * aff + "
+         "2 "
+         "* run + res\n"
+         "            w, b = (ins[1], ins[2]) if aff else (None, None)\n"
+         "            rm, rv = (ins[1 + 2 * aff], ins[2 + 2 * aff]) if run else (None, None)\n"
+         "            z = torch.nn.functional.batch_norm(x.reshape(-1, x.shape[-1]), rm, rv, w, b, "
+         "True, mom, eps).reshape(x.shape)\n"
+         "            if res: z = z + ins[-1]\n"
+         "            y.copy_(torch.relu(z) if act == 1 else z)\n"
+         "        return bn\n"
+         "    def run(ins, outs):\n"
+         "        for o in outs: o.zero_()\n"
+         "    return run\n";
   // Same parameters; two calls (BatchNorm's running statistics move twice);
   // outputs NCHW-contiguous and equal to the Model's; then a weight changed
   // in place must reach the next call (a kept NHWC copy is remade).
@@ -386,7 +410,7 @@ TEST(Hybrid, TheLibraryReplayComputesWhatTheModelDoesAtEveryKnob) {
       if (tail) settings.push_back("FUSED_TAIL=1");
       if (has("CHANNELS_LAST"))
         settings.push_back(tail ? "CHANNELS_LAST=0 FUSED_TAIL=0" : "CHANNELS_LAST=0");
-      for (const char* knob : {"POOL_FIRST", "SDPA", "LT_EPILOGUE", "LAYOUT_KERNEL"})
+      for (const char* knob : {"POOL_FIRST", "SDPA", "LT_EPILOGUE", "LAYOUT_KERNEL", "BN_KERNEL"})
         if (has(knob)) settings.push_back(fmt::format("{}=0{}", knob, tail ? " FUSED_TAIL=0" : ""));
       if (reuse) settings.resize(1);
       for (const std::string& set : settings) {
@@ -436,6 +460,47 @@ TEST(Hybrid, OnHopperTheForwardsFp32GemmsRunAsKoptsKernelWithTheirActivation) {
   EXPECT_EQ(ChannelsLastOption("level3", "02_resnet_basic_block", false, 9)
                 ->detail.value("kernel_gemms", 0),
             0);
+}
+
+TEST(Hybrid, BatchNormsRunAsKoptsChannelsLastKernelWithWhatFollowsThem) {
+  const OpGraph g = *OpGraphFromJson(ReadJsonFile(testing::SourceDir() / "tests" / "data" /
+                                                  "graphs" / "level3_02_resnet_basic_block.json"));
+  // bn1 -> ReLU; bn2 -> + identity (the block's input) -> ReLU.
+  const auto bns = KernelBatchNorms(g);
+  ASSERT_EQ(bns.size(), 2u);
+  EXPECT_FALSE(bns[0].add);
+  ASSERT_TRUE(bns[0].act);
+  EXPECT_EQ(g.nodes[*bns[0].act].base, "relu");
+  ASSERT_TRUE(bns[1].add && bns[1].act);
+  EXPECT_EQ(bns[1].residual, 0);
+  // The plan's replay passes over the fused tail (add -> ReLU): both go
+  // into bn2's kernel, which reads the block's input as its residual.
+  const auto o = ChannelsLastOption("level3", "02_resnet_basic_block");
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->detail.value("kernel_batch_norms", 0), 2);
+  EXPECT_TRUE(o->detail.value("tail_ops", Json::array()).empty());
+  const std::string& src = o->candidate.source;
+  EXPECT_NE(src.find("\nBN_KERNEL = 1  # kopt:knob BN_KERNEL 1 {0,1} 2 BatchNorm(s)"),
+            std::string::npos);
+  EXPECT_NE(src.find("#define KOPT_RESIDUAL"), std::string::npos);
+  EXPECT_NE(src.find(", 1, None)\n"), std::string::npos) << src;  // bn1 with its ReLU
+  EXPECT_NE(src.find(", 1, v0)\n"), std::string::npos) << src;    // bn2, + x, ReLU
+  EXPECT_NE(src.find("if BN_KERNEL:\n            v26 = v23\n"), std::string::npos) << src;
+  // With a tail that starts at the add, the add and ReLU stay the tail's.
+  ReplayOptions ro;
+  ro.channels_last = true;
+  ro.bn_source = "#define KOPT_RESIDUAL 0\n";
+  FusedKernel k;
+  k.kind = "elementwise";
+  k.inputs = {23, 0};
+  k.shape_input = 0;
+  std::string why;
+  const auto tailed = ReplaySource(g, &k, 9, "class Model: pass\n", ro, &why);
+  ASSERT_TRUE(tailed) << why;
+  EXPECT_NE(tailed->find(", 0, None)\n"), std::string::npos) << *tailed;
+  EXPECT_EQ(tailed->find(", 1, v0)\n"), std::string::npos) << *tailed;
+  // None where the forward has no BatchNorm.
+  EXPECT_EQ(ChannelsLastOption("level1", "26_conv2d")->detail.value("kernel_batch_norms", 0), 0);
 }
 
 TEST(Hybrid, TheGemmKernelsReplayComputesWhatTheModelDoesOnTheCpu) {

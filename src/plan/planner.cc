@@ -259,6 +259,13 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
   if (const KernelTemplate* t = FindTemplateById(in.templates, "layout/transpose_last2");
       t && ro.channels_last)
     ro.transpose_source = t->source;
+  // kopt's BatchNorm kernel over the NHWC activations of a channels-last
+  // replay (PyTorch's NHWC BatchNorm reads and writes in separate passes,
+  // and the ReLU after it is one more).
+  const auto bns = KernelBatchNorms(g);
+  if (const KernelTemplate* t = FindTemplateById(in.templates, "norm/batch_norm_cl");
+      t && ro.channels_last && !bns.empty())
+    ro.bn_source = t->source;
   // kopt's wgmma GEMM for the forward's fp32 GEMMs: sm_90a only.
   const auto gemms = KernelGemms(g);
   const int cc = ComputeCapability(in);
@@ -273,6 +280,14 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
   }
   ro.reuse_weights = in.contract.pre_transform_weights.value_or(false);
   ro.pool_first = true;
+  // The adds and ReLUs the BatchNorm kernel would apply: a tail that takes
+  // one of them is passed over (the kernel's own pass is the cheaper home:
+  // a resnet block's BN -> + identity -> ReLU is then one pass, not two).
+  std::optional<std::size_t> bn_fused_last;
+  if (!ro.bn_source.empty())
+    for (const KernelBatchNorm& k : bns)
+      for (const auto& i : {k.add, k.act})
+        if (i) bn_fused_last = std::max(bn_fused_last.value_or(0), *i);
   std::optional<std::pair<std::size_t, FusedKernel>> tail;
   std::optional<std::string> src;
   std::string why;
@@ -280,7 +295,8 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
     std::string refused;
     auto t = NextFusedTail(g, in, k, &refused);
     if (!t) break;
-    if ((src = ReplaySource(g, &t->second, t->first, in.task_source, ro, &why))) {
+    if ((!bn_fused_last || t->first > *bn_fused_last) &&
+        (src = ReplaySource(g, &t->second, t->first, in.task_source, ro, &why))) {
       tail = std::move(t);
       break;
     }
@@ -334,6 +350,21 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
         gemms.size(),
         fused ? fmt::format(", {} with the activation applied as it stores", fused) : ""));
   }
+  if (!ro.bn_source.empty()) {
+    int adds = 0, relus = 0;
+    for (const KernelBatchNorm& k : bns) {
+      // An add or ReLU inside the fused tail stays the tail's (ReplaySource).
+      const bool add = k.add && (!tail || *k.add < tail->first);
+      adds += add ? 1 : 0;
+      relus += k.act && (!tail || *k.act < tail->first) && (add || !k.add) ? 1 : 0;
+    }
+    what.push_back("BatchNorms as kopt's channels-last kernel");
+    why_pays.push_back(fmt::format(
+        "{} BatchNorm(s) in training mode run as kopt's NHWC kernel: statistics in one coalesced "
+        "read, then one pass that applies scale and shift{}{}",
+        bns.size(), adds ? fmt::format(", adds {} residual(s)", adds) : "",
+        relus ? fmt::format(" and applies {} ReLU(s) as it stores", relus) : ""));
+  }
   if (pool_first) {
     what.push_back("activations after max pools");
     why_pays.push_back("an activation before a max pool runs after it, on 1/k of the data");
@@ -354,6 +385,7 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
               {"attention", attention.size()},
               {"lt_epilogues", ro.lt_epilogue ? epilogues.size() : 0},
               {"kernel_gemms", ro.gemm_source.empty() ? 0 : gemms.size()},
+              {"kernel_batch_norms", ro.bn_source.empty() ? 0 : bns.size()},
               {"pool_first", pool_first},
               {"convolutions", convs},
               {"reuse_weights", ro.reuse_weights},
@@ -720,7 +752,11 @@ std::vector<PlanOption> MatchTemplates(const OpGraph& g,
   // BatchNorm in training mode over [N, C, *spatial]: the batch's
   // statistics, and the running ones updated (with num_batches_tracked's
   // increment, a separate add_ in the graph) when the module tracks them.
-  if (const KernelTemplate* t = FindTemplate(templates, "norm", "aten::native_batch_norm")) {
+  // A 2-D input [N, C] (BatchNorm1d) has its channels last: the
+  // channels-last template reads its rows coalesced, where the NCHW one
+  // would read each channel with a stride of C.
+  {
+    const KernelTemplate* t = FindTemplateById(templates, "norm/batch_norm");
     static const std::set<std::string> kBn = {"native_batch_norm", "_native_batch_norm_legit",
                                               "cudnn_batch_norm"};
     const GraphNode* bn = nullptr;
@@ -766,17 +802,26 @@ std::vector<PlanOption> MatchTemplates(const OpGraph& g,
       // call; the captured value would be wrong on later calls.
       const bool momentum_ok = momentum && momentum->is_number() && momentum->get<double>() >= 0 &&
                                momentum->get<double>() < 1.0;
+      const bool rows = rank_of(bn->in[0]) == 2;
+      const KernelTemplate* rows_t = FindTemplateById(templates, "norm/batch_norm_cl");
       if (training && (affine || plain) && momentum_ok && tracked_ok &&
-          ((running && tracked) || (untracked && !tracked))) {
+          ((running && tracked) || (untracked && !tracked)) && (rows ? rows_t : t)) {
         const double e = eps && eps->is_number() ? eps->get<double>() : 1e-5;
+        std::map<std::string, long long> slots = {
+            {"KOPT_AFFINE", affine ? 1 : 0},
+            {"KOPT_EPS_E12", std::llround(e * 1e12)},
+            {"KOPT_MOMENTUM_E12", std::llround(momentum->get<double>() * 1e12)}};
+        if (rows) {
+          slots["KOPT_RUNNING"] = running ? 1 : 0;
+          slots["KOPT_TRACKED"] = running ? 1 : 0;
+        }
         out.push_back(Instantiate(
-            *t,
-            {{"KOPT_AFFINE", affine ? 1 : 0},
-             {"KOPT_EPS_E12", std::llround(e * 1e12)},
-             {"KOPT_MOMENTUM_E12", std::llround(momentum->get<double>() * 1e12)}},
-            task_stem,
-            "batch norm (training): per-channel statistics split across blocks, the running "
-            "statistics updated, then one scale-and-shift pass"));
+            rows ? *rows_t : *t, slots, task_stem,
+            rows ? "batch norm (training) over [N, C] rows: each thread owns a channel group "
+                   "across rows (coalesced), the running statistics updated, then one "
+                   "scale-and-shift pass"
+                 : "batch norm (training): per-channel statistics split across blocks, the "
+                   "running statistics updated, then one scale-and-shift pass"));
       } else if (notes && !training) {
         notes->push_back("the batch-norm template is for training mode (batch statistics)");
       }
