@@ -344,6 +344,7 @@ std::vector<KernelBatchNorm> KernelBatchNorms(const OpGraph& g) {
     if (!ok) continue;
     KernelBatchNorm k;
     k.bn = static_cast<std::size_t>(n.index);
+    k.rank = rank;
     int y = n.out[0];
     const auto& shape = g.Value(y).shape;
     if (const GraphNode* a = OnlyReader(g, y);

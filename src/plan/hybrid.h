@@ -87,6 +87,7 @@ struct KernelBatchNorm {
   std::optional<std::size_t> add;  ///< node index of the fused residual add
   int residual = -1;               ///< the value it adds
   std::optional<std::size_t> act;  ///< node index of the fused ReLU
+  std::size_t rank = 0;            ///< 2 ([N, C]) or 4 (NCHW)
 };
 std::vector<KernelBatchNorm> KernelBatchNorms(const OpGraph& g);
 

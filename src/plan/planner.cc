@@ -260,11 +260,13 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
       t && ro.channels_last)
     ro.transpose_source = t->source;
   // kopt's BatchNorm kernel over the NHWC activations of a channels-last
-  // replay (PyTorch's NHWC BatchNorm reads and writes in separate passes,
-  // and the ReLU after it is one more).
+  // replay or [N, C] rows (PyTorch's BatchNorm reads and writes in separate
+  // passes, and the ReLU after it is one more).
   const auto bns = KernelBatchNorms(g);
+  const bool rows_bn =
+      std::any_of(bns.begin(), bns.end(), [](const KernelBatchNorm& k) { return k.rank == 2; });
   if (const KernelTemplate* t = FindTemplateById(in.templates, "norm/batch_norm_cl");
-      t && ro.channels_last && !bns.empty())
+      t && (ro.channels_last || rows_bn) && !bns.empty())
     ro.bn_source = t->source;
   // kopt's wgmma GEMM for the forward's fp32 GEMMs: sm_90a only.
   const auto gemms = KernelGemms(g);
@@ -272,7 +274,8 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
   if (const KernelTemplate* t = FindTemplateById(in.templates, "gemm/gemm_wgmma_3xtf32");
       t && cc == 90 && !gemms.empty())
     ro.gemm_source = t->source;
-  if (!ro.channels_last && !ro.sdpa && !ro.lt_epilogue && ro.gemm_source.empty())
+  if (!ro.channels_last && !ro.sdpa && !ro.lt_epilogue && ro.gemm_source.empty() &&
+      ro.bn_source.empty())
     return std::nullopt;
   if (const std::string refused = LibraryRefused(g, in, g.nodes.size()); !refused.empty()) {
     notes->push_back("no library replay: " + refused);
