@@ -150,10 +150,10 @@ __global__ void __launch_bounds__(THREADS)
 }
 
 // The batch statistics from `blocks` partials, the folded affine
-// transform, and the running statistics' update. One block per channel: each thread sums a strided share of the per-block
-// partials, then a fixed shared-memory tree (the same order every call).
-// A thread per channel walking every partial is a serial chain of
-// dependent loads (~57 us for 528 partials on an H200).
+// transform, and the running statistics' update. One block per channel: each thread sums a strided
+// share of the per-block partials, then a fixed shared-memory tree (the same order every call). A
+// thread per channel walking every partial is a serial chain of dependent loads (~57 us for 528
+// partials on an H200).
 constexpr int FINISH_THREADS = 256;
 __global__ void __launch_bounds__(FINISH_THREADS)
     bnc_finish(const float* __restrict__ x, const double* __restrict__ partial, int64_t blocks,
@@ -338,13 +338,13 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
   float* scale = reinterpret_cast<float*>(scratch + partial_bytes);
   float* shift = scale + C;
   if (W == 4)
-    bnc_stats<4><<<dim3((unsigned)stat_blocks, (unsigned)chunks), THREADS, 0, stream>>>(xp, S,
-                                                                                       partial);
+    bnc_stats<4>
+        <<<dim3((unsigned)stat_blocks, (unsigned)chunks), THREADS, 0, stream>>>(xp, S, partial);
   else
-    bnc_stats<1><<<dim3((unsigned)stat_blocks, (unsigned)chunks), THREADS, 0, stream>>>(xp, S,
-                                                                                       partial);
-  bnc_finish<<<(unsigned)C, FINISH_THREADS, 0, stream>>>(
-      xp, partial, stat_blocks, C, (double)rows, w, b, rm, rv, batches, scale, shift);
+    bnc_stats<1>
+        <<<dim3((unsigned)stat_blocks, (unsigned)chunks), THREADS, 0, stream>>>(xp, S, partial);
+  bnc_finish<<<(unsigned)C, FINISH_THREADS, 0, stream>>>(xp, partial, stat_blocks, C, (double)rows,
+                                                         w, b, rm, rv, batches, scale, shift);
   if (W == 4)
     bnc_apply<4><<<dim3((unsigned)apply_blocks, (unsigned)chunks), THREADS, 0, stream>>>(
         xp, res, yp, A, scale, shift);
