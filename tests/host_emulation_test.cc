@@ -7,6 +7,8 @@
 // Built a second time with KOPT_ON_GPU as tests/gpu_plan_options_test (ctest
 // label gpu): the same plans, every cuda option, built by nvcc and verified
 // on the GPU (skipped without one).
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -22,6 +24,7 @@
 #include "core/json.h"
 #include "core/subprocess.h"
 #include "core/task.h"
+#include "kopt/abi.h"
 #include "plan/planner.h"
 #include "plan/templates.h"
 #include "run/worker_channel.h"
@@ -133,6 +136,62 @@ TEST(HostEmulation, RewritesLaunchesAndDynamicSharedMemory) {
       << h.source;
   EXPECT_FALSE(HostEmulationSource("asm volatile(\"mma.sync ...\");").ok);
   EXPECT_FALSE(HostEmulationSource("#include <cublas_v2.h>\n").ok);
+}
+
+/// The address of a template kernel's __shared__ array in a host build of
+/// `cu` with -DN=n, through the ABI (an int64 output of one element).
+unsigned long long SharedArrayAddress(const fs::path& cu, int n, void** handle) {
+  const ProcessResult b = RunProcess({KOPT_BINARY, "build", cu.string(), "--arch", "host", "--json",
+                                      "--cache", testing::ScratchDir("host-unique-cache").string(),
+                                      fmt::format("--nvcc-flag=-DN={}", n)});
+  const Json j = Json::parse(b.out.substr(b.out.rfind('{')));
+  EXPECT_TRUE(j.value("ok", false)) << b.out << b.err;
+  *handle = dlopen(j.value("so_path", "").c_str(), RTLD_NOW | RTLD_LOCAL);
+  EXPECT_NE(*handle, nullptr) << dlerror();
+  if (!*handle) return 0;
+  using Forward = int (*)(const kopt_tensor*, int, kopt_tensor*, int, void*);
+  auto forward = reinterpret_cast<Forward>(dlsym(*handle, "kopt_forward"));
+  unsigned long long where = 0;
+  kopt_tensor out{};
+  out.data = &where;
+  out.dtype = KOPT_INT64;
+  out.ndim = 1;
+  out.shape[0] = 1;
+  out.strides[0] = 1;
+  EXPECT_EQ(forward(nullptr, 0, &out, 1, nullptr), 0);
+  return where;
+}
+
+TEST(HostEmulation, TwoBuildsOfOneTemplateKernelKeepTheirOwnSharedMemory) {
+  // A template kernel's __shared__ array is a static local of an inline
+  // function: bound process-wide by g++'s STB_GNU_UNIQUE unless host builds
+  // turn it off, so a second build at a larger size wrote past the first
+  // build's array (a crash, or a verdict on corrupted memory).
+  const fs::path dir = testing::ScratchDir("host-unique");
+  const fs::path cu = dir / "where.cu";
+  WriteTextFileAtomic(
+      cu,
+      "#include <kopt/abi.h>\n"
+      "template <int W> __global__ void where(unsigned long long* out) {\n"
+      "  __shared__ float s[N * W];\n"
+      "  s[threadIdx.x] = 1.f;\n"
+      "  __syncthreads();\n"
+      "  if (threadIdx.x == 0) *out = (unsigned long long)(uintptr_t)&s[0];\n"
+      "}\n"
+      "extern \"C\" int kopt_forward(const kopt_tensor*, int, kopt_tensor* out, int,\n"
+      "                                kopt_stream) {\n"
+      "  where<1><<<1, 32>>>(static_cast<unsigned long long*>(out[0].data));\n"
+      "  return (int)cudaGetLastError();\n"
+      "}\n");
+  void* a = nullptr;
+  void* b = nullptr;
+  const unsigned long long small = SharedArrayAddress(cu, 32, &a);
+  const unsigned long long large = SharedArrayAddress(cu, 4096, &b);
+  EXPECT_NE(small, 0u);
+  EXPECT_NE(large, 0u);
+  EXPECT_NE(small, large) << "both builds use one __shared__ array";
+  if (a) dlclose(a);
+  if (b) dlclose(b);
 }
 #endif
 

@@ -2,21 +2,36 @@
 // both contiguous. The layout conversions of a channels-last replay run
 // here: NCHW -> NHWC is [N, C, H*W] -> [N, H*W, C], NHWC -> NCHW the reverse.
 //
-// A block moves a TILE x TILE tile through shared memory (one padding
-// column: conflict-free column reads), reading rows of `in` and writing rows
-// of `out` with whole warps, so both sides are coalesced; ROWS threads deep,
-// each thread moves TILE / ROWS elements. Leading dims go on gridDim.z
-// (folded into one index when there are more than 65535).
+// Two kernels (knob VEC):
+//   VEC 1  a block moves a TILE x TILE tile through shared memory (one
+//          padding column: conflict-free column reads), reading rows of `in`
+//          and writing rows of `out` with whole warps, so both sides are
+//          coalesced; ROWS threads deep, each thread moves TILE / ROWS
+//          elements per row pass;
+//   VEC 4  a block moves a TILE (a) x TB (b) tile: `in` is read as float4
+//          in the tile's flattened order (a tile as wide as `in`'s rows is one
+//          contiguous span), the values land transposed in shared memory,
+//          and `out`'s rows of TILE go out a warp-row at a time. More bytes
+//          in flight per thread (TILE * TB / (32 * ROWS) elements) and, with
+//          TILE = the out row's length (NCHW -> NHWC at 64 channels), one
+//          contiguous span written per block. Needs B % 4 == 0 and a 16-byte
+//          aligned `in`; otherwise VEC 1 runs.
+// Leading dims go on gridDim.z (folded into one index when there are more
+// than 65535).
 #include <cuda_runtime.h>
 #include <kopt/abi.h>
 #include <stdint.h>
 
 // Slot and knob lines stay one line each (kernels/README.md).
 // clang-format off
-// kopt:knob TILE 32 {32,64} tile side: 64 moves more per block (fewer blocks, more shared memory)
-constexpr int TILE = 32;
+// kopt:knob TILE 64 {32,64} tile side along a (VEC 1: both sides): 64 moves more per block (fewer blocks, more shared memory)
+constexpr int TILE = 64;
 // kopt:knob ROWS 8 {4,8,16} thread rows per block (block = 32 x ROWS threads): more rows, fewer elements per thread
 constexpr int ROWS = 8;
+// kopt:knob VEC 4 {1,4} 4 float4 reads of `in` and TILE x TB tiles; 1 scalar TILE x TILE tiles
+constexpr int VEC = 4;
+// kopt:knob TB 64 {32,64,128} VEC 4: the tile's extent along in's rows (b), a multiple of 4
+constexpr int TB = 64;
 // kopt:constraint TILE % ROWS == 0
 // clang-format on
 
@@ -51,6 +66,59 @@ __global__ void __launch_bounds__(32 * ROWS)
   }
 }
 
+// VEC 4: the tile [TILE a-rows][TB b-cols] of `in`. Reads: float4 q of the
+// tile's TILE * TB / 4 goes to thread q % threads (consecutive threads,
+// consecutive 16 bytes of a row). Shared memory holds the tile transposed,
+// t[b][a] (a padding column: out-row reads are conflict-free; the
+// transposed stores conflict at most 4 ways). Writes: element j of the
+// TB x TILE out tile to thread j % threads, a along lanes.
+constexpr int VT = 32 * ROWS;  // threads per block
+__global__ void __launch_bounds__(VT)
+    transpose_vec4(const float* __restrict__ in, float* __restrict__ out, int A, int B,
+                   int64_t planes) {
+  __shared__ float t[TB][TILE + 1];
+  const int64_t tiles_b = (B + TB - 1) / TB;
+  const int a0 = blockIdx.y * TILE;
+  const int b0 = (int)(blockIdx.x % tiles_b) * TB;
+  const int64_t plane = (int64_t)blockIdx.z * (gridDim.x / tiles_b) + blockIdx.x / tiles_b;
+  if (plane >= planes) return;
+  const float* src = in + plane * A * (int64_t)B;
+  float* dst = out + plane * A * (int64_t)B;
+  const int tid = threadIdx.x;
+  constexpr int Q = TILE * TB / 4;  // float4s in a tile
+  constexpr int QB = TB / 4;        // float4s along b
+  float4 v[(Q + VT - 1) / VT];
+#pragma unroll
+  for (int k = 0; k < (Q + VT - 1) / VT; ++k) {
+    const int q = tid + k * VT;
+    const int r = q / QB, c = (q % QB) * 4;
+    const int a = a0 + r, b = b0 + c;
+    // B % 4 == 0 (the launch checks): a float4 is wholly inside or outside.
+    if (q < Q && a < A && b < B)
+      v[k] = __ldg(reinterpret_cast<const float4*>(src + (int64_t)a * B + b));
+  }
+#pragma unroll
+  for (int k = 0; k < (Q + VT - 1) / VT; ++k) {
+    const int q = tid + k * VT;
+    const int r = q / QB, c = (q % QB) * 4;
+    if (q < Q && a0 + r < A && b0 + c < B) {
+      t[c][r] = v[k].x;
+      t[c + 1][r] = v[k].y;
+      t[c + 2][r] = v[k].z;
+      t[c + 3][r] = v[k].w;
+    }
+  }
+  __syncthreads();
+  constexpr int E = TB * TILE;
+#pragma unroll
+  for (int k = 0; k < (E + VT - 1) / VT; ++k) {
+    const int j = tid + k * VT;
+    const int r = j / TILE, c = j % TILE;  // out row b0 + r, column a0 + c
+    const int b = b0 + r, a = a0 + c;
+    if (j < E && a < A && b < B) dst[(int64_t)b * A + a] = t[r][c];
+  }
+}
+
 extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, int n_out,
                             kopt_stream stream) {
   if (n_in != 1 || n_out != 1) return 1;
@@ -67,7 +135,9 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
   }
   if (planes == 0 || A == 0 || B == 0) return 0;
   if (A > 0x7fffffffLL || B > 0x7fffffffLL) return 5;
-  const int64_t tiles_a = (A + TILE - 1) / TILE, tiles_b = (B + TILE - 1) / TILE;
+  const bool vec = VEC == 4 && B % 4 == 0 && reinterpret_cast<uintptr_t>(X.data) % 16 == 0;
+  const int64_t tb = vec ? TB : TILE;
+  const int64_t tiles_a = (A + TILE - 1) / TILE, tiles_b = (B + tb - 1) / tb;
   if (tiles_a > 65535) return 5;
   // gridDim.x = tiles along B times as many planes as fit under 2^31 - 1;
   // gridDim.z carries the rest.
@@ -76,7 +146,11 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
   const int64_t z = (planes + per_x - 1) / per_x;
   if (z > 65535) return 5;
   dim3 grid((unsigned)(tiles_b * per_x), (unsigned)tiles_a, (unsigned)z);
-  transpose_kernel<<<grid, dim3(32, ROWS), 0, (cudaStream_t)stream>>>(
-      static_cast<const float*>(X.data), static_cast<float*>(Y.data), (int)A, (int)B, planes);
+  if (vec)
+    transpose_vec4<<<grid, VT, 0, (cudaStream_t)stream>>>(
+        static_cast<const float*>(X.data), static_cast<float*>(Y.data), (int)A, (int)B, planes);
+  else
+    transpose_kernel<<<grid, dim3(32, ROWS), 0, (cudaStream_t)stream>>>(
+        static_cast<const float*>(X.data), static_cast<float*>(Y.data), (int)A, (int)B, planes);
   return (int)cudaGetLastError();
 }

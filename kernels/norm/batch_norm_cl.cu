@@ -10,7 +10,10 @@
 // running_mean and running_var [C] when KOPT_RUNNING (updated in place);
 // num_batches_tracked (int64, one element, incremented) when KOPT_TRACKED;
 // a residual of x's shape, contiguous, when KOPT_RESIDUAL. Output: y of x's
-// shape, contiguous. See README.md next to this file.
+// shape, contiguous; with KOPT_OUT_NCHW, x is an NHWC activation's
+// [N, H, W, C] view and y the NCHW tensor [N, C, H, W] (the residual stays
+// in x's layout): the conversion back to NCHW a channels-last network pays
+// at its return is done by the apply pass. See README.md next to this file.
 //
 // Three launches on the caller's stream:
 //   stats    a grid of (row blocks, channel chunks): every thread owns a
@@ -24,7 +27,10 @@
 //            (the result does not depend on timing), folds scale and shift,
 //            and updates the running statistics;
 //   apply    the same thread layout, scale and shift held in registers:
-//            y = act(x * scale + shift [+ residual]).
+//            y = act(x * scale + shift [+ residual]); with KOPT_OUT_NCHW a
+//            block takes a 64 (rows) x 64 (channels) tile of an image:
+//            float4 reads along the channels, the results transposed in
+//            shared memory, written along the rows of y's channel planes.
 // x is read twice (once more in L2 where it fits): about 2/3 of the memory
 // floor of one read and one write on tensors beyond the L2.
 #include <cuda_runtime.h>
@@ -40,6 +46,7 @@
 #define KOPT_MOMENTUM_E12 100000000000  // slot: momentum x 1e12 rounded (0.1 -> 100000000000)
 #define KOPT_RESIDUAL 0                 // slot: 1 a tensor of x's shape (the last input) is added
 #define KOPT_ACT 0                      // slot: 0 none, 1 ReLU (applied last)
+#define KOPT_OUT_NCHW 0  // slot: 1 x is [N, H, W, C] and y is written as [N, C, H, W]
 
 // kopt:knob THREADS 256 {128,256,512} threads per block of the statistics and apply passes
 constexpr int THREADS = 256;
@@ -56,6 +63,7 @@ constexpr bool RUNNING = KOPT_RUNNING != 0;
 constexpr bool TRACKED = RUNNING && KOPT_TRACKED != 0;
 constexpr bool RESIDUAL = KOPT_RESIDUAL != 0;
 constexpr int ACT = KOPT_ACT;
+constexpr bool OUT_NCHW = KOPT_OUT_NCHW != 0;
 constexpr double EPS = (double)KOPT_EPS_E12 * 1e-12;
 constexpr double MOMENTUM = (double)KOPT_MOMENTUM_E12 * 1e-12;
 
@@ -242,6 +250,67 @@ __global__ void __launch_bounds__(THREADS)
   }
 }
 
+// KOPT_OUT_NCHW: image n's [HW, C] plane of x goes out as y's [C, HW]
+// plane. Block (n * tiles_hw + i, j) takes the tile of TA rows from i * TA
+// and TC channels from j * TC: float4 q of the tile (W = 4; element q with
+// W = 1) to thread q % THREADS, normalized, residual added and activated as
+// it is read, stored transposed in shared memory (one padding column); then
+// element e of the TC x TA out tile to thread e % THREADS, along y's rows.
+// Offsets inside an image are 32-bit (the launch checks HW * C < 2^31).
+constexpr int TA = 64, TC = 64;
+template <int W>
+__global__ void __launch_bounds__(THREADS)
+    bnc_apply_nchw(const float* __restrict__ x, const float* __restrict__ res,
+                   float* __restrict__ y, int tiles_hw, int HW, int C,
+                   const float* __restrict__ scale, const float* __restrict__ shift) {
+  __shared__ float t[TC][TA + 1];
+  constexpr int QC = TC / W;  // loads along the channels
+  constexpr int Q = TA * QC;  // loads in a tile
+  constexpr int LOADS = (Q + THREADS - 1) / THREADS;
+  constexpr int STORES = (TA * TC + THREADS - 1) / THREADS;
+  const int64_t n = blockIdx.x / tiles_hw;
+  const int hw0 = (int)(blockIdx.x % tiles_hw) * TA, c0 = (int)blockIdx.y * TC;
+  const int64_t plane = n * (int64_t)HW * C;
+  x += plane, y += plane;
+  if (RESIDUAL) res += plane;
+  const int tid = threadIdx.x;
+  float v[LOADS][W], e[LOADS][W];
+#pragma unroll
+  for (int k = 0; k < LOADS; ++k) {
+    const int q = tid + k * THREADS;
+    const int hw = hw0 + q / QC, c = c0 + (q % QC) * W;
+    if (q < Q && hw < HW && c < C) {  // C % W == 0: a vector is wholly inside or out
+      Vec<W>::load(x + hw * C + c, v[k]);
+      if (RESIDUAL) Vec<W>::load(res + hw * C + c, e[k]);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < LOADS; ++k) {
+    const int q = tid + k * THREADS;
+    const int r = q / QC, cl = (q % QC) * W;
+    if (q < Q && hw0 + r < HW && c0 + cl < C) {
+      float sc[W], sh[W];
+      Vec<W>::load(scale + c0 + cl, sc);
+      Vec<W>::load(shift + c0 + cl, sh);
+#pragma unroll
+      for (int i = 0; i < W; ++i) {
+        float z = fmaf(v[k][i], sc[i], sh[i]);
+        if (RESIDUAL) z += e[k][i];
+        if (ACT == 1) z = fmaxf(z, 0.f);
+        t[cl + i][r] = z;
+      }
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < STORES; ++k) {
+    const int j = tid + k * THREADS;
+    const int r = j / TA, col = j % TA;
+    const int c = c0 + r, hw = hw0 + col;
+    if (j < TA * TC && c < C && hw < HW) y[c * HW + hw] = t[r][col];
+  }
+}
+
 static bool is_vector(const kopt_tensor& t, int64_t C) {
   return t.dtype == KOPT_FLOAT32 && t.ndim == 1 && t.shape[0] == C && kopt_is_contiguous(t);
 }
@@ -284,6 +353,9 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
   const int64_t C = x.shape[x.ndim - 1];
   const int64_t n = kopt_numel(x);
   if (kopt_numel(y) != n) return 4;
+  if (OUT_NCHW && (x.ndim != 4 || y.ndim != 4 || y.shape[0] != x.shape[0] || y.shape[1] != C ||
+                   y.shape[2] != x.shape[1] || y.shape[3] != x.shape[2]))
+    return 4;
   int at = 1;
   const float* w = nullptr;
   const float* b = nullptr;
@@ -345,11 +417,23 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
         <<<dim3((unsigned)stat_blocks, (unsigned)chunks), THREADS, 0, stream>>>(xp, S, partial);
   bnc_finish<<<(unsigned)C, FINISH_THREADS, 0, stream>>>(xp, partial, stat_blocks, C, (double)rows,
                                                          w, b, rm, rv, batches, scale, shift);
-  if (W == 4)
+  if (OUT_NCHW) {
+    const int64_t N = x.shape[0], HW = rows / N;  // n > 0: N > 0
+    const int64_t tiles_hw = (HW + TA - 1) / TA, tiles_c = (C + TC - 1) / TC;
+    if (HW * C > 0x7fffffffLL || tiles_hw * N > 0x7fffffffLL || tiles_c > 65535) return 6;
+    const dim3 grid((unsigned)(tiles_hw * N), (unsigned)tiles_c);
+    if (W == 4)
+      bnc_apply_nchw<4>
+          <<<grid, THREADS, 0, stream>>>(xp, res, yp, (int)tiles_hw, (int)HW, (int)C, scale, shift);
+    else
+      bnc_apply_nchw<1>
+          <<<grid, THREADS, 0, stream>>>(xp, res, yp, (int)tiles_hw, (int)HW, (int)C, scale, shift);
+  } else if (W == 4) {
     bnc_apply<4><<<dim3((unsigned)apply_blocks, (unsigned)chunks), THREADS, 0, stream>>>(
         xp, res, yp, A, scale, shift);
-  else
+  } else {
     bnc_apply<1><<<dim3((unsigned)apply_blocks, (unsigned)chunks), THREADS, 0, stream>>>(
         xp, res, yp, A, scale, shift);
+  }
   return cudaGetLastError() == cudaSuccess ? 0 : 7;
 }

@@ -147,7 +147,13 @@ HostSource HostEmulationSource(const std::string& cu) {
 }
 
 std::vector<std::string> HostFlags(const std::string& include_dir) {
-  std::vector<std::string> f = {"-std=c++20", "-O2", "-fPIC", "-shared", "-pthread", "-x", "c++"};
+  // -fno-gnu-unique: a template kernel's __shared__ array is a static local
+  // of an inline function, which g++ otherwise binds process-wide
+  // (STB_GNU_UNIQUE, even across RTLD_LOCAL loads): two builds of one
+  // template at different sizes in one process would share the first one's
+  // array, and the larger one would write past it.
+  std::vector<std::string> f = {"-std=c++20", "-O2", "-fPIC", "-shared",
+                                "-pthread",   "-x",  "c++",   "-fno-gnu-unique"};
   if (!include_dir.empty()) {
     f.push_back("-I" + include_dir + "/kopt/host_cuda");
     f.push_back("-I" + include_dir);

@@ -1,5 +1,6 @@
 #include "plan/hybrid.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -618,10 +619,18 @@ class Replay {
         *why = "a BatchNorm's residual is a constant made outside any op";
         return false;
       }
-      const std::string line =
-          fmt::format("v{} = _kopt_bn({}, {:.17g}, {:.17g}, {}, {})", n.out[0], fmt::join(a, ", "),
-                      Num(n, 6, "momentum").value_or(0.1), Num(n, 7, "eps").value_or(1e-5),
-                      k.act ? 1 : 0, k.residual >= 0 ? fmt::format("v{}", k.residual) : "None");
+      // What the pass hands on (after its add and ReLU): when the forward
+      // returns it, the apply writes it in NCHW order itself, so no
+      // conversion runs at the return.
+      int last = n.out[0];
+      if (k.add) last = g_.nodes[*k.add].out[0];
+      if (k.act) last = g_.nodes[*k.act].out[0];
+      const bool nchw = o_.channels_last &&
+                        std::find(g_.outputs.begin(), g_.outputs.end(), last) != g_.outputs.end();
+      const std::string line = fmt::format(
+          "v{} = _kopt_bn({}, {:.17g}, {:.17g}, {}, {}{})", n.out[0], fmt::join(a, ", "),
+          Num(n, 6, "momentum").value_or(0.1), Num(n, 7, "eps").value_or(1e-5), k.act ? 1 : 0,
+          k.residual >= 0 ? fmt::format("v{}", k.residual) : "None", nchw ? ", nchw=1" : "");
       return Branch(n, "BN_KERNEL", line, why);
     }
     if (auto it = kbn_fused_.find(i); it != kbn_fused_.end())  // applied by the BatchNorm kernel
@@ -1055,11 +1064,13 @@ _KOPT_BN_SOURCE = r"""
 _kopt_bn_mods = {{}}
 
 
-def _kopt_bn(x, w, b, rm, rv, momentum, eps, act, res):
+def _kopt_bn(x, w, b, rm, rv, momentum, eps, act, res, nchw=0):
     # act(batch_norm(x) + res) in training mode, the running statistics
     # updated (num_batches_tracked stays the captured add_'s). The kernel
     # takes channels-last values: NHWC (as the [N, H, W, C] view) or [N, C];
-    # anything else runs as PyTorch's ops.
+    # anything else runs as PyTorch's ops. nchw=1 (a value the forward
+    # returns): an NHWC x gives an NCHW-contiguous result, written so by the
+    # kernel's apply pass.
     cl = _kopt_torch.channels_last
     rows = None
     if x.dtype == _kopt_torch.float32:
@@ -1067,6 +1078,7 @@ def _kopt_bn(x, w, b, rm, rv, momentum, eps, act, res):
             rows = lambda t: t
         elif x.dim() == 4 and x.is_contiguous(memory_format=cl):
             rows = lambda t: t.permute(0, 2, 3, 1)
+    nchw = int(bool(nchw) and rows is not None and x.dim() == 4)
     if rows is not None and res is not None:
         if res.shape != x.shape or res.dtype != x.dtype:
             rows = None
@@ -1078,16 +1090,16 @@ def _kopt_bn(x, w, b, rm, rv, momentum, eps, act, res):
             y = y + res
         return _kopt_torch.relu(y) if act == 1 else y
     key = (int(w is not None), int(rm is not None), int(res is not None), act,
-           round(eps * 1e12), round(momentum * 1e12))
+           round(eps * 1e12), round(momentum * 1e12), nchw)
     mod = _kopt_bn_mods.get(key)
     if mod is None:
         src = _KOPT_BN_SOURCE
         for name, value in (("KOPT_AFFINE", key[0]), ("KOPT_RUNNING", key[1]), ("KOPT_TRACKED", 0),
                             ("KOPT_RESIDUAL", key[2]), ("KOPT_ACT", act), ("KOPT_EPS_E12", key[4]),
-                            ("KOPT_MOMENTUM_E12", key[5])):
+                            ("KOPT_MOMENTUM_E12", key[5]), ("KOPT_OUT_NCHW", nchw)):
             src = _kopt_re.sub(r"(?m)^#define %s -?\d+" % name, "#define %s %d" % (name, value), src)
         mod = _kopt_bn_mods[key] = _kopt_lib.load_cuda(src, name="kopt_batch_norm")
-    y = _kopt_torch.empty_like(x)
+    y = _kopt_torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device) if nchw else _kopt_torch.empty_like(x)
     ins = [rows(x)]
     if w is not None:
         ins += [w.contiguous(), b.contiguous()]
@@ -1095,7 +1107,7 @@ def _kopt_bn(x, w, b, rm, rv, momentum, eps, act, res):
         ins += [rm, rv]
     if res is not None:
         ins.append(rows(res))
-    mod(ins, [rows(y)])
+    mod(ins, [y if nchw else rows(y)])
     return y
 )PY";
 

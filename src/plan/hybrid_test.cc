@@ -343,6 +343,7 @@ TEST(Hybrid, TheLibraryReplayComputesWhatTheModelDoesAtEveryKnob) {
          "'ACT')]\n"
          "        eps, mom = slot('KOPT_EPS_E12') * 1e-12, slot('KOPT_MOMENTUM_E12') * 1e-12\n"
          "        assert slot('KOPT_TRACKED') == 0\n"
+         "        nchw = slot('KOPT_OUT_NCHW')\n"
          "        def bn(ins, outs):\n"
          "            x, y = ins[0], outs[0]\n"
          "            assert x.is_contiguous() and y.is_contiguous() and len(ins) == 1 + 2 * aff + "
@@ -353,7 +354,8 @@ TEST(Hybrid, TheLibraryReplayComputesWhatTheModelDoesAtEveryKnob) {
          "            z = torch.nn.functional.batch_norm(x.reshape(-1, x.shape[-1]), rm, rv, w, b, "
          "True, mom, eps).reshape(x.shape)\n"
          "            if res: z = z + ins[-1]\n"
-         "            y.copy_(torch.relu(z) if act == 1 else z)\n"
+         "            z = torch.relu(z) if act == 1 else z\n"
+         "            y.copy_(z.permute(0, 3, 1, 2) if nchw else z)\n"
          "        return bn\n"
          "    def run(ins, outs):\n"
          "        for o in outs: o.zero_()\n"
@@ -484,7 +486,8 @@ TEST(Hybrid, BatchNormsRunAsKoptsChannelsLastKernelWithWhatFollowsThem) {
             std::string::npos);
   EXPECT_NE(src.find("#define KOPT_RESIDUAL"), std::string::npos);
   EXPECT_NE(src.find(", 1, None)\n"), std::string::npos) << src;  // bn1 with its ReLU
-  EXPECT_NE(src.find(", 1, v0)\n"), std::string::npos) << src;    // bn2, + x, ReLU
+  // bn2, + x, ReLU: the block's result, written in NCHW order by the kernel.
+  EXPECT_NE(src.find(", 1, v0, nchw=1)\n"), std::string::npos) << src;
   EXPECT_NE(src.find("if BN_KERNEL:\n            v26 = v23\n"), std::string::npos) << src;
   // With a tail that starts at the add, the add and ReLU stay the tail's.
   ReplayOptions ro;
