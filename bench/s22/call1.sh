@@ -10,6 +10,7 @@ OUT=$1
 K=${KOPT:-.devbin/kopt}
 export KOPT_ROOT=$PWD KOPT_CACHE=$PWD/.kopt/cache PYTHONUNBUFFERED=1 PYTHONPATH=python KOPT_BIN=$K
 nvidia-smi --query-gpu=name --format=csv,noheader | sed 's/^/card: /'
+timeout 150 python bench/s22/lstm_probe.py > $OUT/lstm.log 2>&1; cat $OUT/lstm.log
 timeout 150 python bench/s22/transpose_bench.py > $OUT/transpose.log 2>&1; cat $OUT/transpose.log | head -40
 timeout 60 python bench/s22/bn_nchw_bench.py > $OUT/bn_nchw.log 2>&1; cat $OUT/bn_nchw.log
 C=$OUT/cands; mkdir -p $C
