@@ -24,8 +24,8 @@
 
 // Slot and knob lines stay one line each (kernels/README.md).
 // clang-format off
-// kopt:knob TILE 64 {32,64} tile side along a (VEC 1: both sides): 64 moves more per block (fewer blocks, more shared memory)
-constexpr int TILE = 64;
+// kopt:knob TILE 32 {32,64} tile side along a (VEC 1: both sides): 64 moves more per block (fewer blocks, more shared memory)
+constexpr int TILE = 32;
 // kopt:knob ROWS 8 {4,8,16} thread rows per block (block = 32 x ROWS threads): more rows, fewer elements per thread
 constexpr int ROWS = 8;
 // kopt:knob VEC 4 {1,4} 4 float4 reads of `in` and TILE x TB tiles; 1 scalar TILE x TILE tiles

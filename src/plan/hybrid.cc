@@ -931,7 +931,6 @@ const char* kLayoutPrelude = R"PY(
 import torch as _kopt_torch
 
 CHANNELS_LAST = 1  # kopt:knob CHANNELS_LAST 1 {0,1} convolutions (and the ops after them) in NHWC, the layout cuDNN's tensor-core kernels read; 0 keeps NCHW
-CUDNN_BENCHMARK = 1  # kopt:knob CUDNN_BENCHMARK 1 {0,1} cuDNN times its algorithms once per shape and keeps the fastest; 0 takes its heuristic's pick
 
 
 def _kopt_transposable(t):
@@ -1113,13 +1112,12 @@ def _kopt_bn(x, w, b, rm, rv, momentum, eps, act, res, nchw=0):
 
 const char* kLayoutMethods = R"PY(
     def forward(self, *args):
-        cudnn = _kopt_torch.backends.cudnn
-        saved = cudnn.benchmark
-        cudnn.benchmark = bool(CUDNN_BENCHMARK)
-        try:
-            return self._kopt_forward(*args)
-        finally:
-            cudnn.benchmark = saved
+        # cuDNN's algorithm choice stays the process's own (cudnn.benchmark
+        # untouched): the search's pick is a per-process lottery (on an H200
+        # the resnet block's replay ran 0.60 or 0.83 ms by it), and its plan
+        # cache, keyed without the flag, would carry the pick to every later
+        # convolution of the same shape in the process, the reference's too.
+        return self._kopt_forward(*args)
 
     def _kopt_weight(self, name, w):
         # A convolution's weight in NHWC, made once and kept until the

@@ -29,8 +29,8 @@ std::optional<std::string> HybridSource(const OpGraph& g, std::size_t first_tail
 struct ReplayOptions {
   /// Convolutions (2-D) and the ops after them in channels-last (NHWC)
   /// order: the inputs and weights convolutions read are converted, views
-  /// become reshapes, the outputs come back NCHW-contiguous. Adds the knobs
-  /// CHANNELS_LAST and CUDNN_BENCHMARK (cuDNN's algorithm search). With
+  /// become reshapes, the outputs come back NCHW-contiguous. Adds the knob
+  /// CHANNELS_LAST (and LAYOUT_KERNEL for the conversions). With
   /// any rewrite and a tail, the knob FUSED_TAIL chooses between the
   /// tail's kernel and its ops replayed.
   bool channels_last = false;

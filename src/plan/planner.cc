@@ -233,13 +233,12 @@ std::optional<PlanOption> LibraryWithFusedTail(const OpGraph& g, const PlanInput
 }
 
 /// The whole forward as PyTorch operators, rewritten where an expert
-/// would: 2-D convolutions in channels-last (NHWC) order with cuDNN's
-/// algorithm search, attention written out as one fused
+/// would: 2-D convolutions in channels-last (NHWC) order, attention written out as one fused
 /// scaled_dot_product_attention call, an activation before a max pool
 /// after it; the longest fusable tail as one generated kernel where there
 /// is one; on compute capability 9.0 the fp32 GEMMs as kopt's wgmma kernel.
-/// A hybrid candidate whose knobs (CHANNELS_LAST, CUDNN_BENCHMARK,
-/// LAYOUT_KERNEL, SDPA, POOL_FIRST, LT_EPILOGUE, GEMM_3XTF32, FUSED_TAIL)
+/// A hybrid candidate whose knobs (CHANNELS_LAST, LAYOUT_KERNEL,
+/// SDPA, POOL_FIRST, LT_EPILOGUE, GEMM_3XTF32, FUSED_TAIL)
 /// let the tuner take each rewrite back.
 std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
                                         std::vector<std::string>* notes) {
@@ -316,11 +315,11 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
   const auto tail_ops = tail ? OpNames(g, tail->first, g.nodes.size()) : std::vector<std::string>{};
   std::vector<std::string> what, why_pays;
   if (ro.channels_last) {
-    what.push_back("convolutions channels-last with cuDNN algorithm search");
+    what.push_back("convolutions channels-last");
     why_pays.push_back(fmt::format(
         "the {} convolution(s) run in NHWC, the layout cuDNN's tensor-core kernels read natively "
-        "(no transposes around each call), with the algorithm timed once per shape; the input "
-        "and weights convert once, the output back to NCHW",
+        "(no transposes around each call); the input and weights convert once, the output back "
+        "to NCHW",
         convs));
   }
   if (ro.sdpa) {

@@ -46,7 +46,6 @@ def get_init_inputs():
 import torch as _kopt_torch
 
 CHANNELS_LAST = 1  # kopt:knob CHANNELS_LAST 1 {0,1} convolutions (and the ops after them) in NHWC, the layout cuDNN's tensor-core kernels read; 0 keeps NCHW
-CUDNN_BENCHMARK = 1  # kopt:knob CUDNN_BENCHMARK 1 {0,1} cuDNN times its algorithms once per shape and keeps the fastest; 0 takes its heuristic's pick
 
 
 def _kopt_transposable(t):
@@ -131,8 +130,8 @@ _KOPT_TRANSPOSE_SOURCE = r"""
 
 // Slot and knob lines stay one line each (kernels/README.md).
 // clang-format off
-// kopt:knob TILE 64 {32,64} tile side along a (VEC 1: both sides): 64 moves more per block (fewer blocks, more shared memory)
-constexpr int TILE = 64;
+// kopt:knob TILE 32 {32,64} tile side along a (VEC 1: both sides): 64 moves more per block (fewer blocks, more shared memory)
+constexpr int TILE = 32;
 // kopt:knob ROWS 8 {4,8,16} thread rows per block (block = 32 x ROWS threads): more rows, fewer elements per thread
 constexpr int ROWS = 8;
 // kopt:knob VEC 4 {1,4} 4 float4 reads of `in` and TILE x TB tiles; 1 scalar TILE x TILE tiles
@@ -763,13 +762,7 @@ def _kopt_bn(x, w, b, rm, rv, momentum, eps, act, res, nchw=0):
 
 class ModelNew(Model):
     def forward(self, *args):
-        cudnn = _kopt_torch.backends.cudnn
-        saved = cudnn.benchmark
-        cudnn.benchmark = bool(CUDNN_BENCHMARK)
-        try:
-            return self._kopt_forward(*args)
-        finally:
-            cudnn.benchmark = saved
+        return self._kopt_forward(*args)
 
     def _kopt_weight(self, name, w):
         # A convolution's weight in NHWC, made once and kept until the
