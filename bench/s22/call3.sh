@@ -11,7 +11,7 @@ K=${KOPT:-.devbin/kopt}
 export KOPT_ROOT=$PWD KOPT_CACHE=$PWD/.kopt/cache PYTHONUNBUFFERED=1 PYTHONPATH=python KOPT_BIN=$K
 nvidia-smi --query-gpu=name --format=csv,noheader | sed 's/^/card: /'
 (timeout 150 python bench/s22/capture_profile.py tasks/level3/04_lstm.py > $OUT/lstm_capture.log 2>&1) &
-timeout -s INT -k 20 290 $K optimize tasks/level3/04_lstm.py --no-compile --budget 60s --no-shipped --profile none -v --json $OUT/lstm_opt.json > $OUT/lstm_opt.log 2>&1
+timeout -s INT -k 15 225 $K optimize tasks/level3/04_lstm.py --no-compile --budget 60s --no-shipped --profile none -v --json $OUT/lstm_opt.json > $OUT/lstm_opt.log 2>&1
 echo "optimize exit $? at $SECONDS s"
 wait
 grep -v "^\s*$" $OUT/lstm_opt.log | tail -45
