@@ -603,6 +603,48 @@ TEST(Loop, AManyTaskRunSetsTheLaterTasksCapturesAsideAndTriesEveryTask) {
   EXPECT_EQ(r3.tasks[2].measured, 1);
 }
 
+TEST(Loop, ATaskWhoseCaptureSpentTheRunStillGetsItsPlansFirstCandidate) {
+  // The LSTM task as an H200 captured it, with the expert proposer: its
+  // plan is the reference replayed from a CUDA graph. A capture slower than
+  // the whole run (the LSTM's took minutes) still leaves the task its first
+  // candidate (in the s13 and s19 suite runs it ended with none measured).
+  fs::path dir = testing::ScratchDir("loop-capture-spent");
+  ReplayData d;
+  d.device.name = "NVIDIA H200 (recorded)";
+  d.device.available = true;
+  d.rejudge = false;
+  LoopTask t;
+  t.task.path = testing::SourceDir() / "tasks" / "level3" / "04_lstm.py";
+  t.task.name = "04_lstm";
+  TaskBundle b;
+  b.task_name = t.task.name;
+  b.task_hash = ContentHash({t.task.name});
+  b.outputs.push_back(TensorSpec{"out0", "output", "float32", {64, 256, 512}, {}});
+  b.graph =
+      ReadJsonFile(testing::SourceDir() / "tests" / "data" / "graphs" / "level3_04_lstm.json");
+  b.eager_ms = Summarize({10.2, 10.25, 10.3});
+  b.floor_ms = 0.5;
+  b.kernels = {{"gemm", 528, 2.85}, {"cell", 512, 1.2}, {"copy", 8, 0.02}};
+  d.bundles[t.task.name] = b;
+  SlowCaptureRunner runner(MakeReplayRunner(d), 600, 10);
+  auto store = MakeMemoryRunStore();
+  LoopOptions o;
+  o.proposer = "expert";
+  o.proposer_options.kernels_dir = testing::SourceDir() / "kernels";
+  o.proposer_options.moves_file = testing::SourceDir() / "data" / "expert" / "moves.json";
+  o.proposer_options.shipped_solutions = false;
+  o.search = "mcts";
+  o.budget = ParseBudget("wall=0.3s");
+  o.finalists = 0;
+  o.scratch = dir / "scratch";
+  Tuner tuner(&runner, store.get(), o);
+  LoopResult r = tuner.Run({t});
+  ASSERT_EQ(r.tasks.size(), 1u);
+  EXPECT_EQ(r.tasks[0].measured + r.tasks[0].failed, 1)
+      << fmt::format("{}", fmt::join(r.tasks[0].notes, "\n"));
+  EXPECT_EQ(runner.total, 1);
+}
+
 TEST(LoopProfile, TheWinnerIsProfiledOnceAndItsDiagnosesStored) {
   fs::path dir = testing::ScratchDir("loop-profile-winner");
   auto store = MakeMemoryRunStore();

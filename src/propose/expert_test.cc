@@ -234,5 +234,29 @@ TEST(Expert, PlanOptionsMemorySawWinComeFirst) {
   EXPECT_EQ(same[0].label, options[0].label);
 }
 
+TEST(Expert, ALaunchBoundRecurrentReferenceGetsItsCudaGraphReplayProposed) {
+  // The LSTM task as an H200 captured it (cuDNN's fused RNN, 1051 launches
+  // a call, the GPU busy ~4 of ~10 ms): the reference replayed from a CUDA
+  // graph is the plan, and the first proposal at the root (in the s13 and
+  // s19 suite runs the task ended with nothing measured).
+  Fixture f = Context("level3", "04_lstm");
+  f.bundle.eager_ms = SampleSummary{.n = 65, .median = 10.25};
+  f.bundle.kernels = {{"sm90_xmma_gemm_128x128", 16, 0.239},
+                      {"sm90_xmma_gemm_64x64", 512, 2.606},
+                      {"elemWiseRNNcell", 512, 1.201},
+                      {"Memcpy DtoD", 8, 0.018}};
+  f.ctx.bundle = &f.bundle;
+  ProposerOptions o = Files();
+  o.shipped_solutions = false;
+  auto p = MakeProposer("expert", o);
+  p->Begin(f.ctx);
+  std::string notes;
+  for (const auto& n : p->Notes()) notes += n + "\n";
+  auto first = p->Propose(ParentView{}, 4);
+  ASSERT_FALSE(first.empty()) << notes;
+  EXPECT_EQ(first[0].detail.value("space", ""), "cuda-graph") << notes;
+  EXPECT_NE(first[0].candidate.source.find("_KoptEager = Model"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kopt
