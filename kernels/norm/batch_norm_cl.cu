@@ -402,6 +402,13 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
   const Layout S = make_layout(rows, C, W, sms, WAVES, &stat_blocks, &chunks);
   const Layout A = make_layout(rows, C, W, sms, APPLY_BLOCKS_PER_SM, &apply_blocks, &chunks);
   if (chunks > 65535 || stat_blocks > 0x7fffffff || apply_blocks > 0x7fffffff) return 6;
+  // The NCHW apply's grid, checked before anything runs (a failure after
+  // the statistics would leave the running statistics updated).
+  const int64_t N = x.shape[0], HW = OUT_NCHW ? rows / N : 0;  // n > 0: N > 0
+  const int64_t tiles_hw = (HW + TA - 1) / TA, tiles_c = (C + TC - 1) / TC;
+  if (OUT_NCHW && (HW * C > 0x7fffffffLL || tiles_hw * N > 0x7fffffffLL || tiles_c > 65535))
+    return 6;
+  const dim3 grid((unsigned)(tiles_hw * N), (unsigned)tiles_c);
   // Partials [stat_blocks][C][2] doubles, then scale and shift [C] each.
   const size_t partial_bytes = sizeof(double) * 2 * (size_t)(stat_blocks * C);
   char* scratch = static_cast<char*>(kopt_scratch(partial_bytes + 2 * sizeof(float) * (size_t)C));
@@ -418,10 +425,6 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
   bnc_finish<<<(unsigned)C, FINISH_THREADS, 0, stream>>>(xp, partial, stat_blocks, C, (double)rows,
                                                          w, b, rm, rv, batches, scale, shift);
   if (OUT_NCHW) {
-    const int64_t N = x.shape[0], HW = rows / N;  // n > 0: N > 0
-    const int64_t tiles_hw = (HW + TA - 1) / TA, tiles_c = (C + TC - 1) / TC;
-    if (HW * C > 0x7fffffffLL || tiles_hw * N > 0x7fffffffLL || tiles_c > 65535) return 6;
-    const dim3 grid((unsigned)(tiles_hw * N), (unsigned)tiles_c);
     if (W == 4)
       bnc_apply_nchw<4>
           <<<grid, THREADS, 0, stream>>>(xp, res, yp, (int)tiles_hw, (int)HW, (int)C, scale, shift);
