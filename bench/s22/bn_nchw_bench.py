@@ -3,17 +3,12 @@
 # conversion (kopt's transpose), against the apply writing NCHW itself
 # (slot KOPT_OUT_NCHW). Both checked against PyTorch.
 #   PYTHONPATH=python KOPT_BIN=.devbin/kopt python bench/s22/bn_nchw_bench.py
-import re, statistics
+import re
 import torch, kopt
+from cudatime import median_ms
 
 
-def t(fn, n=50):
-    fn(); torch.cuda.synchronize()
-    ts = []
-    for _ in range(n):
-        a = torch.cuda.Event(enable_timing=True); b = torch.cuda.Event(enable_timing=True)
-        a.record(); fn(); b.record(); torch.cuda.synchronize(); ts.append(a.elapsed_time(b))
-    return statistics.median(ts)
+t = lambda fn, n=50: median_ms(fn, n)
 
 
 def load(path, defines, name):

@@ -3,17 +3,12 @@
 # reference's own forward gives (the planner's cuda-graph option, never
 # measured in a suite run: 0 candidates measured there).
 #   python bench/s22/lstm_probe.py
-import runpy, statistics, time
+import runpy, time
 import torch
+from cudatime import median_ms
 
 
-def t(fn, n=20):
-    fn(); torch.cuda.synchronize()
-    ts = []
-    for _ in range(n):
-        a = torch.cuda.Event(enable_timing=True); b = torch.cuda.Event(enable_timing=True)
-        a.record(); fn(); b.record(); torch.cuda.synchronize(); ts.append(a.elapsed_time(b))
-    return statistics.median(ts)
+t = lambda fn, n=20: median_ms(fn, n)
 
 
 m = runpy.run_path("tasks/level3/04_lstm.py")

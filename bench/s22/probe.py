@@ -3,20 +3,15 @@
 # running a replay in a process slow the compiled reference there (the
 # "torch.compile baseline ran 1.27x slower beside the candidate" verdict)?
 #   PYTHONPATH=python KOPT_BIN=.devbin/kopt python bench/s22/probe.py TASK REPLAY
-import runpy, statistics, sys
+import runpy, sys
 import torch
+from cudatime import median_ms
 from torch.profiler import profile, ProfilerActivity
 
 task, replay = sys.argv[1], sys.argv[2]
 
 
-def t(fn, n=30):
-    fn(); torch.cuda.synchronize()
-    ts = []
-    for _ in range(n):
-        a = torch.cuda.Event(enable_timing=True); b = torch.cuda.Event(enable_timing=True)
-        a.record(); fn(); b.record(); torch.cuda.synchronize(); ts.append(a.elapsed_time(b))
-    return statistics.median(ts)
+t = lambda fn, n=30: median_ms(fn, n)
 
 
 def table(label, fn):

@@ -2,19 +2,14 @@
 # settings, against PyTorch's strided copy and a plain copy (the device's
 # copy rate: one read and one write).
 #   PYTHONPATH=python KOPT_BIN=.devbin/kopt python bench/s22/transpose_bench.py
-import itertools, re, statistics
+import itertools, re
 import torch, kopt
+from cudatime import median_ms
 
 src0 = open("kernels/layout/transpose_last2.cu").read()
 
 
-def t(fn, n=50):
-    fn(); torch.cuda.synchronize()
-    ts = []
-    for _ in range(n):
-        a = torch.cuda.Event(enable_timing=True); b = torch.cuda.Event(enable_timing=True)
-        a.record(); fn(); b.record(); torch.cuda.synchronize(); ts.append(a.elapsed_time(b))
-    return statistics.median(ts)
+t = lambda fn, n=50: median_ms(fn, n)
 
 
 def mod(**knobs):

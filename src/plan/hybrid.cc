@@ -530,8 +530,12 @@ class Replay {
           kbn_fused_[*k.add] = y;
           y = g_.nodes[*k.add].out[0];
         }
-        if (k.act) kbn_fused_[*k.act] = y;
+        if (k.act) {
+          kbn_fused_[*k.act] = y;
+          y = g_.nodes[*k.act].out[0];
+        }
         kbn_at_[k.bn] = k;
+        kbn_result_[k.bn] = y;
       }
     if (o_.pool_first)
       for (const auto& [act, pool] : PoolFirstPairs(g_)) {
@@ -619,12 +623,9 @@ class Replay {
         *why = "a BatchNorm's residual is a constant made outside any op";
         return false;
       }
-      // What the pass hands on (after its add and ReLU): when the forward
-      // returns it, the apply writes it in NCHW order itself, so no
-      // conversion runs at the return.
-      int last = n.out[0];
-      if (k.add) last = g_.nodes[*k.add].out[0];
-      if (k.act) last = g_.nodes[*k.act].out[0];
+      // When the forward returns what the pass hands on, the apply writes
+      // it in NCHW order itself, so no conversion runs at the return.
+      const int last = kbn_result_.at(i);
       const bool nchw = o_.channels_last &&
                         std::find(g_.outputs.begin(), g_.outputs.end(), last) != g_.outputs.end();
       const std::string line = fmt::format(
@@ -920,7 +921,8 @@ class Replay {
   std::map<std::size_t, KernelGemm> kgemm_at_;     ///< by the GEMM's node
   std::set<std::size_t> kgemm_act_;                ///< activations the GEMM kernel applies
   std::map<std::size_t, KernelBatchNorm> kbn_at_;  ///< by the BatchNorm's node
-  std::map<std::size_t, int> kbn_fused_;  ///< add or ReLU it applies -> the value passed on
+  std::map<std::size_t, int> kbn_fused_;   ///< add or ReLU it applies -> the value passed on
+  std::map<std::size_t, int> kbn_result_;  ///< by the BatchNorm's node: after its add and ReLU
   std::set<std::size_t> in_attention_;
   std::set<int> hidden_;  ///< values bound on one branch only (inside an attention region)
   std::map<std::size_t, AttentionRegion> attention_at_;  ///< by its last node
