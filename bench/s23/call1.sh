@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Session 23, first GPU call (no kopt binary needed): where the LSTM task's
-# capture spends its minutes (bench/s22/call4.sh), then kernel tables of
-# eager / compile / session 22's replay on small_cnn (bench/s22/probe.py).
+# capture spends its minutes, three ways: run_capture called directly
+# (cProfile + stacks every 20 s), through the worker as kopt's clean worker
+# runs it, and through a sandboxed worker (stacks every 30 s,
+# KOPT_WORKER_STACKS); kernel tables of eager / compile / session 22's
+# replay on small_cnn (bench/s22/probe.py).
 #   bash bench/s23/call1.sh OUT
 set -u
 OUT=$1
@@ -9,8 +12,21 @@ export KOPT_ROOT=$PWD PYTHONUNBUFFERED=1 PYTHONPATH=python:bench/s22
 nvidia-smi --query-gpu=name --format=csv,noheader | sed 's/^/card: /'
 timeout 150 python bench/s22/capture_profile.py tasks/level3/04_lstm.py > $OUT/lstm_capture.log 2>&1
 echo "capture exit $? at $SECONDS s"
-grep -B2 -A14 "Timeout\|capture took" $OUT/lstm_capture.log | head -150
+grep -B2 -A14 "Timeout\|capture took" $OUT/lstm_capture.log | head -120
 grep -A40 "Ordered by" $OUT/lstm_capture.log | head -45
-timeout 200 python bench/s22/probe.py tasks/level3/05_small_cnn.py bench/s23/small_cnn_replay_s22.py > $OUT/small_cnn.log 2>&1
+T=$PWD/tasks/level3/04_lstm.py
+REQ='{"id":1,"op":"capture","task":"'$T'","seeds":[0,1,2],"profile":true}'
+worker() {  # mode timeout
+  local extra="" s=$SECONDS
+  [ $1 = sandbox ] && { mkdir -p /tmp/s23sb; extra="--sandbox /tmp/s23sb --sandbox-order late"; }
+  echo "$REQ" | KOPT_WORKER_STACKS=30 timeout $2 python -m kopt.worker --device cuda:0 $extra > $OUT/worker_$1.out 2> $OUT/worker_$1.err
+  echo "worker $1: exit $? in $((SECONDS - s)) s; replies: $(grep -o '"ok":[a-z]*\|"event":"[a-z_]*"' $OUT/worker_$1.out | tr '\n' ' ')"
+  grep -A12 "Thread\|Timeout" $OUT/worker_$1.err | head -70
+}
+worker plain 150
+echo "at $SECONDS s"
+timeout 120 python bench/s22/probe.py tasks/level3/05_small_cnn.py bench/s23/small_cnn_replay_s22.py > $OUT/small_cnn.log 2>&1
 echo "probe exit $? at $SECONDS s"
-cat $OUT/small_cnn.log | cut -c1-220
+cut -c1-200 $OUT/small_cnn.log
+[ $SECONDS -lt 400 ] && worker sandbox $((560 - SECONDS))
+echo "done at $SECONDS s"

@@ -8,6 +8,7 @@ It executes requests mechanically and returns raw facts; no verdicts here.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import gc
 import json
 import math
@@ -143,6 +144,14 @@ def _dispatch(op: str, req: dict, device) -> dict:
 
 def serve(device_spec: str, sandbox_opts: Optional[dict] = None) -> int:
     chan = Channel()
+    # Where a slow request spends its time: every thread's Python stack on
+    # stderr (the worker's log) every KOPT_WORKER_STACKS seconds.
+    try:
+        every = float(os.environ.get("KOPT_WORKER_STACKS") or 0)
+    except ValueError:
+        every = 0
+    if every > 0:
+        faulthandler.dump_traceback_later(every, repeat=True, file=sys.stderr)
     from .errors import BadRequest, classify, violation_message
 
     late = bool(sandbox_opts) and sandbox_opts.get("order") == "late"
