@@ -241,9 +241,15 @@ def op_flops(func, args, kwargs, out, outs: List[torch.Tensor]) -> int:
 GRAPH_VERSION = 2  # 2: values with their ABI sources, each node's args and dataflow
 
 
+_SHORT_STR = (torch.dtype, torch.device, torch.layout, torch.memory_format)
+
+
 def _render_arg(a, vid):
     """An op argument as JSON: a tensor as {"v": id}, containers recursively,
-    numbers, bools, strings and None as they are, anything else as its str."""
+    numbers, bools, strings and None as they are, dtypes, devices, layouts
+    and memory formats as their str, a storage as {"storage": bytes} (its
+    str prints every element: `set_` on an LSTM's flat weights, one device
+    read per element, took minutes), anything else as its type's name."""
     if isinstance(a, torch.Tensor):
         return {"v": vid(a)}
     if isinstance(a, (list, tuple)):
@@ -254,7 +260,16 @@ def _render_arg(a, vid):
         return a
     if isinstance(a, float):
         return a if math.isfinite(a) else str(a)
-    return str(a)
+    if isinstance(a, _SHORT_STR):
+        return str(a)
+    storage_types = tuple(t for t in (getattr(torch, "UntypedStorage", None),
+                                      getattr(torch, "TypedStorage", None)) if t is not None)
+    if storage_types and isinstance(a, storage_types):
+        try:
+            return {"storage": int(a.nbytes())}
+        except Exception:  # noqa: BLE001
+            return {"storage": None}
+    return "<" + type(a).__qualname__ + ">"
 
 
 if TorchDispatchMode is not None:

@@ -36,3 +36,14 @@ def test_fully_counted_task_lists_none(worker):
     r = worker.call("capture", task=data("linear_relu.py"), seeds=[0, 1], profile=False)
     assert r["ok"], r
     assert r["uncounted_ops"] == [], r["uncounted_ops"]
+
+
+def test_a_storage_argument_is_recorded_by_its_size_not_its_elements():
+    # `set_` on a storage (an LSTM's flat weights on CUDA): its str prints
+    # every element, one device read each on a GPU (minutes for the LSTM).
+    x = torch.randn(1 << 20)
+    rec = record(lambda t: torch.empty(0).set_(getattr(t, "untyped_storage", t.storage)(), 0, (1 << 20,), (1,)) * 2, x)
+    node = next(n for n in rec.nodes if n["op"] == "aten::set_")
+    storage_args = [a for a in node["args"] if isinstance(a, dict) and "storage" in a]
+    assert storage_args == [{"storage": 4 << 20}], node["args"]
+    assert len(str(node["args"])) < 200
