@@ -16,6 +16,12 @@
 //          TILE = the out row's length (NCHW -> NHWC at 64 channels), one
 //          contiguous span written per block. Needs B % 4 == 0 and a 16-byte
 //          aligned `in`; otherwise VEC 1 runs.
+// A short side (a or b at most NARROW: an image's 3 channels) wastes most of
+// a square tile, and its rows of out are too short to coalesce: there a
+// block takes NT = 32 * ROWS positions along the long side with the whole
+// short side, a contiguous span of the short-rowed tensor, staged in shared
+// memory (narrow_a: in [A small][B], out rows of A; narrow_b: in rows of B
+// small, out [B small][A]).
 // Leading dims go on gridDim.z (folded into one index when there are more
 // than 65535).
 #include <cuda_runtime.h>
@@ -32,6 +38,8 @@ constexpr int ROWS = 8;
 constexpr int VEC = 4;
 // kopt:knob TB 64 {32,64,128} VEC 4: the tile's extent along in's rows (b), a multiple of 4
 constexpr int TB = 64;
+// kopt:knob NARROW 16 {0,8,16} the longest short side (a or b) the narrow kernels take; 0 never
+constexpr int NARROW = 16;
 // kopt:constraint TILE % ROWS == 0
 // clang-format on
 
@@ -119,6 +127,47 @@ __global__ void __launch_bounds__(VT)
   }
 }
 
+// Narrow kernels: block = VT threads, NT = VT positions along the long side.
+constexpr int NT = VT;
+constexpr int NTP = NT + 1;  // shared row stride: the short-side gathers do not conflict
+// in [A][B] per plane with A <= NARROW: block takes b0 .. b0 + NT; reads are
+// rows of in (coalesced), the out span [b0 .. b0 + NT) x A is contiguous.
+__global__ void __launch_bounds__(VT)
+    transpose_narrow_a(const float* __restrict__ in, float* __restrict__ out, int A, int B,
+                       int64_t planes) {
+  __shared__ float t[(NARROW > 0 ? NARROW : 1) * NTP];
+  const int64_t tiles = (B + NT - 1) / NT;
+  const int64_t plane = (int64_t)blockIdx.y * (gridDim.x / tiles) + blockIdx.x / tiles;
+  if (plane >= planes) return;
+  const int b0 = (int)(blockIdx.x % tiles) * NT;
+  const int nb = B - b0 < NT ? B - b0 : NT;
+  const float* src = in + plane * A * (int64_t)B;
+  float* dst = out + plane * A * (int64_t)B + (int64_t)b0 * A;
+  for (int a = 0; a < A; ++a)
+    if ((int)threadIdx.x < nb) t[a * NTP + threadIdx.x] = __ldg(src + (int64_t)a * B + b0 + threadIdx.x);
+  __syncthreads();
+  for (int j = threadIdx.x; j < nb * A; j += VT) dst[j] = t[(j % A) * NTP + j / A];
+}
+
+// in [A][B] per plane with B <= NARROW: block takes a0 .. a0 + NT; the in
+// span [a0 .. a0 + NT) x B is contiguous, out rows (b) are written coalesced.
+__global__ void __launch_bounds__(VT)
+    transpose_narrow_b(const float* __restrict__ in, float* __restrict__ out, int A, int B,
+                       int64_t planes) {
+  __shared__ float t[(NARROW > 0 ? NARROW : 1) * NTP];
+  const int64_t tiles = (A + NT - 1) / NT;
+  const int64_t plane = (int64_t)blockIdx.y * (gridDim.x / tiles) + blockIdx.x / tiles;
+  if (plane >= planes) return;
+  const int a0 = (int)(blockIdx.x % tiles) * NT;
+  const int na = A - a0 < NT ? A - a0 : NT;
+  const float* src = in + plane * A * (int64_t)B + (int64_t)a0 * B;
+  float* dst = out + plane * A * (int64_t)B;
+  for (int j = threadIdx.x; j < na * B; j += VT) t[(j % B) * NTP + j / B] = __ldg(src + j);
+  __syncthreads();
+  for (int b = 0; b < B; ++b)
+    if ((int)threadIdx.x < na) dst[(int64_t)b * A + a0 + threadIdx.x] = t[b * NTP + threadIdx.x];
+}
+
 extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, int n_out,
                             kopt_stream stream) {
   if (n_in != 1 || n_out != 1) return 1;
@@ -135,6 +184,23 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
   }
   if (planes == 0 || A == 0 || B == 0) return 0;
   if (A > 0x7fffffffLL || B > 0x7fffffffLL) return 5;
+  if (NARROW > 0 && (A <= NARROW || B <= NARROW)) {
+    // Blocks along the long side, planes folded into gridDim.x up to 2^31 - 1
+    // and the rest on gridDim.y.
+    const int64_t tiles = ((A <= NARROW ? B : A) + NT - 1) / NT;
+    int64_t per_x = 0x7fffffffLL / tiles;
+    if (per_x > planes) per_x = planes;
+    const int64_t y = (planes + per_x - 1) / per_x;
+    if (y > 65535) return 5;
+    dim3 grid((unsigned)(tiles * per_x), (unsigned)y);
+    if (A <= NARROW)
+      transpose_narrow_a<<<grid, VT, 0, (cudaStream_t)stream>>>(
+          static_cast<const float*>(X.data), static_cast<float*>(Y.data), (int)A, (int)B, planes);
+    else
+      transpose_narrow_b<<<grid, VT, 0, (cudaStream_t)stream>>>(
+          static_cast<const float*>(X.data), static_cast<float*>(Y.data), (int)A, (int)B, planes);
+    return (int)cudaGetLastError();
+  }
   const bool vec = VEC == 4 && B % 4 == 0 && reinterpret_cast<uintptr_t>(X.data) % 16 == 0;
   const int64_t tb = vec ? TB : TILE;
   const int64_t tiles_a = (A + TILE - 1) / TILE, tiles_b = (B + tb - 1) / tb;
