@@ -368,6 +368,85 @@ std::vector<KernelBatchNorm> KernelBatchNorms(const OpGraph& g) {
   return out;
 }
 
+std::vector<KernelPool> KernelPools(const OpGraph& g) {
+  // A list argument of one or two ints (one means both dims), or `dflt`
+  // when absent or empty.
+  auto pair = [](const GraphNode& n, std::size_t i, const char* kw,
+                 std::optional<std::pair<int, int>> dflt) -> std::optional<std::pair<int, int>> {
+    const Json* a = OpGraph::Arg(n, i, kw);
+    if (!a || a->is_null() || (a->is_array() && a->empty())) return dflt;
+    if (a->is_number_integer()) return std::pair{a->get<int>(), a->get<int>()};
+    if (!a->is_array() || a->size() > 2 || !(*a)[0].is_number_integer() ||
+        !a->back().is_number_integer())
+      return std::nullopt;
+    return std::pair{(*a)[0].get<int>(), a->back().get<int>()};
+  };
+  std::vector<KernelPool> out;
+  for (const GraphNode& p : g.nodes) {
+    if ((p.base != "max_pool2d" && p.base != "max_pool2d_with_indices") || p.in.size() != 1 ||
+        p.out.empty())
+      continue;
+    const GraphValue& x = g.Value(p.in[0]);
+    if (x.shape.size() != 4 || x.dtype != "float32") continue;
+    bool indices_read = false;
+    for (std::size_t j = 1; j < p.out.size(); ++j)
+      indices_read = indices_read || g.IsOutput(p.out[j]) || !g.Consumers(p.out[j]).empty();
+    if (indices_read) continue;
+    const auto k = pair(p, 1, "kernel_size", std::nullopt);
+    if (!k) continue;
+    const auto s = pair(p, 2, "stride", k), pad = pair(p, 3, "padding", std::pair{0, 0}),
+               dil = pair(p, 4, "dilation", std::pair{1, 1});
+    const Json* ceil = OpGraph::Arg(p, 5, "ceil_mode");
+    if (!s || !pad || !dil || dil->first != 1 || dil->second != 1) continue;
+    if (ceil && !ceil->is_null() && !ceil->is_boolean()) continue;
+    KernelPool kp;
+    kp.pool = static_cast<std::size_t>(p.index);
+    std::tie(kp.kh, kp.kw) = *k;
+    std::tie(kp.sh, kp.sw) = *s;
+    std::tie(kp.ph, kp.pw) = *pad;
+    kp.ceil_mode = ceil && ceil->is_boolean() && ceil->get<bool>();
+    if (kp.kh < 1 || kp.kw < 1 || kp.sh < 1 || kp.sw < 1 || kp.ph < 0 || kp.pw < 0 ||
+        2 * kp.ph > kp.kh || 2 * kp.pw > kp.kw)
+      continue;
+    kp.input = p.in[0];
+    // The activation before it, read by the pool alone.
+    if (const GraphNode* a = g.Producer(kp.input);
+        a && a->in.size() == 1 && a->out.size() == 1 && OnlyReader(g, kp.input) == &p &&
+        OnlyReader(g, a->in[0]) == a) {
+      int code = 0;
+      if (a->base == "relu") code = 1;
+      if (a->base == "relu6") code = 2;
+      if (a->base == "hardtanh" && Num(*a, 1, "min_val").value_or(-1) == 0 &&
+          Num(*a, 2, "max_val").value_or(1) == 6)
+        code = 2;
+      if (code) {
+        kp.act = static_cast<std::size_t>(a->index);
+        kp.act_code = code;
+        kp.input = a->in[0];
+      }
+    }
+    // The convolution whose output that is, with a bias, read by it alone.
+    const GraphNode* first = kp.act ? &g.nodes[*kp.act] : &p;
+    if (const GraphNode* c = g.Producer(kp.input);
+        c && IsConv2d(*c, g) && c->out.size() == 1 && OnlyReader(g, kp.input) == first) {
+      const Json* b = OpGraph::Arg(*c, 2, "bias");
+      const Json* transposed = OpGraph::Arg(*c, 6, "transposed");
+      const bool plain = c->base == "convolution" || c->base == "_convolution";
+      if (plain && b && b->is_object() && b->contains("v") && transposed &&
+          transposed->is_boolean() && !transposed->get<bool>()) {
+        const int bias = b->at("v").get<int>();
+        const GraphValue& bv = g.Value(bias);
+        if (bv.dtype == "float32" && bv.shape.size() == 1 && bv.shape[0] == x.shape[1]) {
+          kp.conv = static_cast<std::size_t>(c->index);
+          kp.bias = bias;
+        }
+      }
+    }
+    out.push_back(kp);
+  }
+  return out;
+}
+
 std::vector<AttentionRegion> AttentionRegions(const OpGraph& g) {
   std::vector<AttentionRegion> out;
   for (const GraphNode& sm : g.nodes) {
@@ -537,6 +616,28 @@ class Replay {
         kbn_at_[k.bn] = k;
         kbn_result_[k.bn] = y;
       }
+    if (!o_.pool_source.empty() && o_.channels_last)
+      for (KernelPool k : KernelPools(g_)) {
+        // Nothing of it inside the fused tail (it would be applied twice).
+        if (k.pool >= tail_from) continue;
+        // An activation another kernel applies (a BatchNorm's ReLU) stays
+        // there: the pool takes the activated value as it is.
+        if (k.act && (*k.act >= tail_from || epilogue_at_act_.count(*k.act) ||
+                      kgemm_act_.count(*k.act) || kbn_fused_.count(*k.act))) {
+          k.act.reset();
+          k.act_code = 0;
+          k.conv.reset();
+          k.bias = -1;
+          k.input = g_.nodes[k.pool].in[0];
+        }
+        if (k.conv && *k.conv >= tail_from) k.conv.reset(), k.bias = -1;
+        kpool_at_[k.pool] = k;
+        if (k.act) kpool_act_.insert(*k.act);
+        if (k.conv) kpool_conv_[*k.conv] = k.pool;
+        // The indices exist on PyTorch's branch only.
+        for (std::size_t j = 1; j < g_.nodes[k.pool].out.size(); ++j)
+          hidden_.insert(g_.nodes[k.pool].out[j]);
+      }
     if (o_.pool_first)
       for (const auto& [act, pool] : PoolFirstPairs(g_)) {
         // Already in a GEMM's epilogue or applied by a BatchNorm kernel.
@@ -561,6 +662,11 @@ class Replay {
   /// many residual adds and ReLUs they apply.
   std::size_t KernelBnCount() const { return kbn_at_.size(); }
   std::size_t KernelBnFusedCount() const { return kbn_fused_.size(); }
+  /// How many max pools run as kopt's NHWC kernel (knob POOL_KERNEL), and
+  /// how many convolution biases and activations they apply.
+  std::size_t KernelPoolCount() const { return kpool_at_.size(); }
+  std::size_t KernelPoolBiasCount() const { return kpool_conv_.size(); }
+  std::size_t KernelPoolActCount() const { return kpool_act_.size(); }
 
   std::string indent = "        ";
   std::string body;
@@ -608,6 +714,46 @@ class Replay {
         if (!Call(g_.nodes[j], "", why)) return false;
       indent.resize(indent.size() - 4);
       return true;
+    }
+    if (auto it = kpool_at_.find(i); it != kpool_at_.end()) {
+      // kopt's NHWC max pool with the convolution's bias and the activation
+      // after the max, or the pool as the other rewrites have it.
+      const KernelPool& k = it->second;
+      if (k.bias >= 0 && !Bind(k.bias)) {
+        *why = "a pooled convolution's bias is a constant made outside any op";
+        return false;
+      }
+      if (!Bind(k.input)) {
+        *why = "a max pool reads a constant made outside any op";
+        return false;
+      }
+      const std::string line = fmt::format(
+          "v{} = _kopt_pool(v{}, {}, ({}, {}), ({}, {}), ({}, {}), {}, {})", n.out[0], k.input,
+          k.bias >= 0 ? fmt::format("v{}", k.bias) : "None", k.kh, k.kw, k.sh, k.sw, k.ph, k.pw,
+          k.ceil_mode ? "True" : "False", k.act_code);
+      return Branch(n, "POOL_KERNEL", line, why);
+    }
+    if (kpool_act_.count(i))  // applied by the pool kernel after the max
+      return Branch(n, "POOL_KERNEL", fmt::format("v{} = v{}", n.out[0], n.in[0]), why);
+    if (auto it = kpool_conv_.find(i); it != kpool_conv_.end()) {
+      // The convolution without its bias (the pool kernel adds it), or as
+      // the other rewrites have it.
+      for (int v : n.in)
+        if (!Bind(v)) {
+          *why = fmt::format("{} reads a constant made outside any op", n.op);
+          return false;
+        }
+      GraphNode nobias = n;
+      nobias.args[2] = nullptr;
+      body += indent + "if POOL_KERNEL:\n";
+      indent += "    ";
+      bool ok = Call(nobias, "", why);
+      indent.resize(indent.size() - 4);
+      body += indent + "else:\n";
+      indent += "    ";
+      ok = ok && Rest(n, why);
+      indent.resize(indent.size() - 4);
+      return ok;
     }
     if (auto it = kbn_at_.find(i); it != kbn_at_.end()) {
       // kopt's BatchNorm kernel with the residual and ReLU after it, or the
@@ -923,6 +1069,9 @@ class Replay {
   std::map<std::size_t, KernelBatchNorm> kbn_at_;  ///< by the BatchNorm's node
   std::map<std::size_t, int> kbn_fused_;   ///< add or ReLU it applies -> the value passed on
   std::map<std::size_t, int> kbn_result_;  ///< by the BatchNorm's node: after its add and ReLU
+  std::map<std::size_t, KernelPool> kpool_at_;      ///< by the pool's node
+  std::set<std::size_t> kpool_act_;                 ///< activations the pool kernel applies
+  std::map<std::size_t, std::size_t> kpool_conv_;   ///< convolution -> pool that adds its bias
   std::set<std::size_t> in_attention_;
   std::set<int> hidden_;  ///< values bound on one branch only (inside an attention region)
   std::map<std::size_t, AttentionRegion> attention_at_;  ///< by its last node
@@ -1112,6 +1261,60 @@ def _kopt_bn(x, w, b, rm, rv, momentum, eps, act, res, nchw=0):
     return y
 )PY";
 
+// The pool helper; {0} is the count, {1} what it applies, {2} the source.
+const char* kPoolPrelude = R"PY(
+# ---- kopt: max pools over NHWC values as kopt's kernel ----
+import re as _kopt_re
+import torch as _kopt_torch
+import kopt as _kopt_lib
+
+POOL_KERNEL = 1  # kopt:knob POOL_KERNEL 1 {{0,1}} {0} max pool(s) over NHWC values as kopt's kernel{1}, no int64 indices written; 0 PyTorch's
+
+_KOPT_POOL_SOURCE = r"""
+{2}"""
+_kopt_pool_mods = {{}}
+
+
+def _kopt_pooled(n, k, s, p, ceil):
+    # torch's pooling output size (dilation 1).
+    o = (n + 2 * p - k + (s - 1 if ceil else 0)) // s + 1
+    if ceil and (o - 1) * s >= n + p:
+        o -= 1
+    return o
+
+
+def _kopt_pool(x, b, k, s, p, ceil, act):
+    # act(max_pool2d(x) + b[c]), equal bit for bit to the pool of act(x + b)
+    # (adding b and the activation are monotone). kopt's kernel for a
+    # channels-last float32 x; PyTorch's ops otherwise.
+    cl = _kopt_torch.channels_last
+    if (x.dtype == _kopt_torch.float32 and x.dim() == 4 and x.is_contiguous(memory_format=cl)
+            and (b is None or (b.dtype == x.dtype and b.dim() == 1 and b.shape[0] == x.shape[1]))):
+        n, c, h, w = x.shape
+        oh, ow = _kopt_pooled(h, k[0], s[0], p[0], ceil), _kopt_pooled(w, k[1], s[1], p[1], ceil)
+        key = (k, s, p, bool(ceil), act, b is not None)
+        mod = _kopt_pool_mods.get(key)
+        if mod is None:
+            src = _KOPT_POOL_SOURCE
+            for name, value in (("KOPT_KH", k[0]), ("KOPT_KW", k[1]), ("KOPT_SH", s[0]), ("KOPT_SW", s[1]),
+                                ("KOPT_PH", p[0]), ("KOPT_PW", p[1]), ("KOPT_CEIL_MODE", int(bool(ceil))),
+                                ("KOPT_BIAS", int(b is not None)), ("KOPT_ACT", act)):
+                src = _kopt_re.sub(r"(?m)^#define %s -?\d+" % name, "#define %s %d" % (name, value), src)
+            mod = _kopt_pool_mods[key] = _kopt_lib.load_cuda(src, name="kopt_max_pool")
+        y = _kopt_torch.empty((n, c, oh, ow), dtype=x.dtype, device=x.device, memory_format=cl)
+        ins = [x.permute(0, 2, 3, 1)] + ([b.contiguous()] if b is not None else [])
+        mod(ins, [y.permute(0, 2, 3, 1)])
+        return y
+    y = _kopt_torch.nn.functional.max_pool2d(x, k, s, p, 1, bool(ceil))
+    if b is not None:
+        y = y + b.view(1, -1, 1, 1)
+    if act == 1:
+        return _kopt_torch.relu(y)
+    if act == 2:
+        return _kopt_torch.nn.functional.hardtanh(y, 0.0, 6.0)
+    return y
+)PY";
+
 const char* kLayoutMethods = R"PY(
     def forward(self, *args):
         # cuDNN's algorithm choice stays the process's own (cudnn.benchmark
@@ -1156,7 +1359,7 @@ std::optional<std::string> ReplaySource(const OpGraph& g, const FusedKernel* tai
   // A replay with rewrites keeps both ways of running the tail (FUSED_TAIL).
   const bool rewrites = options.channels_last || options.sdpa || options.pool_first ||
                         options.lt_epilogue || !options.gemm_source.empty() ||
-                        !options.bn_source.empty();
+                        !options.bn_source.empty() || !options.pool_source.empty();
   const std::size_t first = tail ? std::min(tail_from, g.nodes.size()) : g.nodes.size();
   Replay r(g, options, first);
   for (std::size_t i = 0; i < first; ++i)
@@ -1221,6 +1424,18 @@ std::optional<std::string> ReplaySource(const OpGraph& g, const FusedKernel* tai
     src += fmt::format(fmt::runtime(kBatchNormPrelude), r.KernelBnCount(),
                        r.KernelBnFusedCount() ? ", the residual add and ReLU after it" : "",
                        options.bn_source);
+  if (r.KernelPoolCount() > 0) {
+    std::vector<std::string> applied;
+    if (r.KernelPoolBiasCount() > 0)
+      applied.push_back(fmt::format("{} convolution bias(es)", r.KernelPoolBiasCount()));
+    if (r.KernelPoolActCount() > 0)
+      applied.push_back(fmt::format("{} activation(s)", r.KernelPoolActCount()));
+    src += fmt::format(
+        fmt::runtime(kPoolPrelude), r.KernelPoolCount(),
+        applied.empty() ? std::string()
+                        : fmt::format(" with {} applied after the max", fmt::join(applied, " and ")),
+        options.pool_source);
+  }
   if (r.PoolFirstCount() > 0)
     src += fmt::format(
         "\nPOOL_FIRST = 1  # kopt:knob POOL_FIRST 1 {{0,1}} {} activation(s) that never decrease "

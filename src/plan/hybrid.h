@@ -62,6 +62,12 @@ struct ReplayOptions {
   /// NCHW <-> NHWC conversions of float32 activations on the GPU. Adds the
   /// knob LAYOUT_KERNEL. Empty: PyTorch's copies.
   std::string transpose_source;
+  /// With channels_last: kopt's NHWC max-pool kernel
+  /// (kernels/pool/max_pool2d_nhwc.cu) for each KernelPools pool, the
+  /// convolution's bias and the activation before it applied after the max
+  /// (the convolution then runs without its bias). Adds the knob
+  /// POOL_KERNEL. Empty: none.
+  std::string pool_source;
 };
 
 /// A GEMM kopt's GEMM kernel takes whole: addmm(bias [N], x [M, K], w [K,
@@ -90,6 +96,24 @@ struct KernelBatchNorm {
   std::size_t rank = 0;            ///< 2 ([N, C]) or 4 (NCHW)
 };
 std::vector<KernelBatchNorm> KernelBatchNorms(const OpGraph& g);
+
+/// A 2-D max pool (dilation 1, float32 4-D input, its indices unread) kopt's
+/// NHWC pool kernel takes, with what it can apply after the max, bit for
+/// bit (both monotone): the activation before it (ReLU or ReLU6) when the
+/// pool is its only reader, and, before that, the bias of the convolution
+/// that makes the pooled value when that activation (or the pool) is the
+/// convolution's only reader.
+struct KernelPool {
+  std::size_t pool = 0;
+  std::optional<std::size_t> act;   ///< node index of the activation applied after the max
+  int act_code = 0;                 ///< KOPT_ACT: 0 none, 1 ReLU, 2 ReLU6
+  std::optional<std::size_t> conv;  ///< the convolution that runs without its bias
+  int bias = -1;                    ///< that bias (a value id), added after the max
+  int input = -1;                   ///< the value the kernel pools (the convolution's output)
+  int kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0;
+  bool ceil_mode = false;
+};
+std::vector<KernelPool> KernelPools(const OpGraph& g);
 
 /// A GEMM with a 1-D bias (addmm, beta = alpha = 1) whose output reaches an
 /// activation cuBLASLt can apply in its epilogue (ReLU, or GELU with the

@@ -199,12 +199,37 @@ TEST(Hybrid, ConvolutionNetworksGetAChannelsLastReplayWithLayoutKnobs) {
               std::string::npos)
         << stem;
   }
-  // The small CNN's three ReLU -> max pool pairs swap (knob POOL_FIRST).
-  const std::string cnn = ChannelsLastOption("level3", "05_small_cnn")->candidate.source;
+  // The small CNN's three conv -> ReLU -> max pool chains: kopt's NHWC
+  // pool with the bias and ReLU after the max, the convolution without its
+  // bias (knob POOL_KERNEL); else the ReLU swaps with the pool (POOL_FIRST).
+  const auto cnn_option = ChannelsLastOption("level3", "05_small_cnn");
+  const std::string cnn = cnn_option->candidate.source;
+  EXPECT_EQ(cnn_option->detail.value("kernel_pools", 0), 3);
+  EXPECT_NE(cnn.find("\nPOOL_KERNEL = 1  # kopt:knob POOL_KERNEL 1 {0,1} 3 max pool(s) over NHWC "
+                     "values as kopt's kernel with 3 convolution bias(es) and 3 activation(s) "
+                     "applied after the max"),
+            std::string::npos)
+      << cnn;
+  EXPECT_NE(cnn.find("        if POOL_KERNEL:\n            _r = torch.ops.aten.convolution(_kopt_cl("
+                     "v0), _kopt_cl(v1), None, "),
+            std::string::npos)
+      << cnn;
+  EXPECT_NE(cnn.find("        if POOL_KERNEL:\n            v12 = v11\n"), std::string::npos) << cnn;
+  EXPECT_NE(cnn.find("v13 = _kopt_pool(v11, v2, (2, 2), (2, 2), (0, 0), False, 1)"),
+            std::string::npos)
+      << cnn;
   EXPECT_NE(cnn.find("\nPOOL_FIRST = 1  # kopt:knob POOL_FIRST 1 {0,1} 3 activation(s)"),
             std::string::npos);
-  EXPECT_NE(cnn.find("if POOL_FIRST:\n            v12 = v11\n"), std::string::npos) << cnn;
+  EXPECT_NE(cnn.find("            if POOL_FIRST:\n                v12 = v11\n"), std::string::npos)
+      << cnn;
   EXPECT_NE(cnn.find("torch.ops.aten.relu(v13)"), std::string::npos) << cnn;
+  // Without the template, no pool kernel.
+  const auto pools = KernelPools(*OpGraphFromJson(ReadJsonFile(
+      testing::SourceDir() / "tests" / "data" / "graphs" / "level3_05_small_cnn.json")));
+  ASSERT_EQ(pools.size(), 3u);
+  EXPECT_EQ(pools[0].act_code, 1);
+  EXPECT_TRUE(pools[0].conv && pools[0].act);
+  EXPECT_EQ(pools[0].kh * 1000 + pools[0].sw * 10 + pools[0].ph, 2020);
   // No convolution, no attention, no GEMM + ReLU: no library replay (GELU
   // with erf is not cuBLASLt's tanh GELU).
   EXPECT_FALSE(ChannelsLastOption("level2", "01_linear_gelu_scale"));
@@ -331,8 +356,8 @@ TEST(Hybrid, TheLibraryReplayComputesWhatTheModelDoesAtEveryKnob) {
     GTEST_SKIP() << "no python with torch";
   const fs::path dir = testing::ScratchDir("channels-last-replay");
   fs::create_directories(dir / "stub" / "kopt");
-  // The fused tail's stand-in writes zeros; the BatchNorm kernel's computes
-  // what its slots say from the inputs in the ABI's order (channels last).
+  // The fused tail's stand-in writes zeros; the BatchNorm and pool kernels'
+  // compute what their slots say from the inputs in the ABI's order (NHWC).
   std::ofstream(dir / "stub" / "kopt" / "__init__.py")
       << "import re, torch\n"
          "def load_cuda(src, *a, **k):\n"
@@ -357,6 +382,18 @@ TEST(Hybrid, TheLibraryReplayComputesWhatTheModelDoesAtEveryKnob) {
          "            z = torch.relu(z) if act == 1 else z\n"
          "            y.copy_(z.permute(0, 3, 1, 2) if nchw else z)\n"
          "        return bn\n"
+         "    if '#define KOPT_BIAS' in src and '#define KOPT_CEIL_MODE' in src:\n"
+         "        slot = lambda n: int(re.search(r'(?m)^#define %s (-?\\d+)' % n, src).group(1))\n"
+         "        k, s, p = [(slot('KOPT_' + a + 'H'), slot('KOPT_' + a + 'W')) for a in 'KSP']\n"
+         "        bias, act, ceil = slot('KOPT_BIAS'), slot('KOPT_ACT'), slot('KOPT_CEIL_MODE')\n"
+         "        def pool(ins, outs):\n"
+         "            x, y = ins[0].permute(0, 3, 1, 2), outs[0]\n"
+         "            assert ins[0].is_contiguous() and y.is_contiguous() and len(ins) == 1 + bias\n"
+         "            z = torch.nn.functional.max_pool2d(x, k, s, p, 1, bool(ceil))\n"
+         "            if bias: z = z + ins[1].view(1, -1, 1, 1)\n"
+         "            z = torch.relu(z) if act == 1 else (torch.clamp(z, 0, 6) if act == 2 else z)\n"
+         "            y.copy_(z.permute(0, 2, 3, 1))\n"
+         "        return pool\n"
          "    def run(ins, outs):\n"
          "        for o in outs: o.zero_()\n"
          "    return run\n";
@@ -412,7 +449,8 @@ TEST(Hybrid, TheLibraryReplayComputesWhatTheModelDoesAtEveryKnob) {
       if (tail) settings.push_back("FUSED_TAIL=1");
       if (has("CHANNELS_LAST"))
         settings.push_back(tail ? "CHANNELS_LAST=0 FUSED_TAIL=0" : "CHANNELS_LAST=0");
-      for (const char* knob : {"POOL_FIRST", "SDPA", "LT_EPILOGUE", "LAYOUT_KERNEL", "BN_KERNEL"})
+      for (const char* knob :
+           {"POOL_FIRST", "SDPA", "LT_EPILOGUE", "LAYOUT_KERNEL", "BN_KERNEL", "POOL_KERNEL"})
         if (has(knob)) settings.push_back(fmt::format("{}=0{}", knob, tail ? " FUSED_TAIL=0" : ""));
       if (reuse) settings.resize(1);
       for (const std::string& set : settings) {

@@ -267,6 +267,14 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
   if (const KernelTemplate* t = FindTemplateById(in.templates, "norm/batch_norm_cl");
       t && (ro.channels_last || rows_bn) && !bns.empty())
     ro.bn_source = t->source;
+  // kopt's NHWC max pool for the pools of a channels-last replay, with the
+  // convolution's bias and the activation before it applied after the max
+  // (PyTorch adds a convolution's bias in a pass of its own, runs the
+  // activation in another, and its pool writes int64 indices).
+  const auto pools = KernelPools(g);
+  if (const KernelTemplate* t = FindTemplateById(in.templates, "pool/max_pool2d_nhwc");
+      t && ro.channels_last && !pools.empty())
+    ro.pool_source = t->source;
   // kopt's wgmma GEMM for the forward's fp32 GEMMs: sm_90a only.
   const auto gemms = KernelGemms(g);
   const int cc = ComputeCapability(in);
@@ -367,6 +375,22 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
         bns.size(), adds ? fmt::format(", adds {} residual(s)", adds) : "",
         relus ? fmt::format(" and applies {} ReLU(s) as it stores", relus) : ""));
   }
+  if (!ro.pool_source.empty()) {
+    int biases = 0, acts = 0;
+    for (const KernelPool& k : pools) {
+      biases += k.conv ? 1 : 0;
+      acts += k.act ? 1 : 0;
+    }
+    what.push_back("max pools as kopt's NHWC kernel");
+    why_pays.push_back(fmt::format(
+        "{} max pool(s) read the convolution's output once and write the pooled result{}{}, with "
+        "no int64 indices",
+        pools.size(),
+        biases ? fmt::format(", adding {} convolution bias(es) after the max (no pass of its own)",
+                             biases)
+               : "",
+        acts ? fmt::format(", applying {} activation(s) as they store", acts) : ""));
+  }
   if (pool_first) {
     what.push_back("activations after max pools");
     why_pays.push_back("an activation before a max pool runs after it, on 1/k of the data");
@@ -388,6 +412,7 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
               {"lt_epilogues", ro.lt_epilogue ? epilogues.size() : 0},
               {"kernel_gemms", ro.gemm_source.empty() ? 0 : gemms.size()},
               {"kernel_batch_norms", ro.bn_source.empty() ? 0 : bns.size()},
+              {"kernel_pools", ro.pool_source.empty() ? 0 : pools.size()},
               {"pool_first", pool_first},
               {"convolutions", convs},
               {"reuse_weights", ro.reuse_weights},
@@ -876,7 +901,7 @@ std::vector<PlanOption> MatchTemplates(const OpGraph& g,
   }
 
   // 2-D pooling.
-  if (const KernelTemplate* t = FindTemplate(templates, "pool"); t && sig.size() == 1) {
+  if (const KernelTemplate* t = FindTemplateById(templates, "pool/pool2d"); t && sig.size() == 1) {
     const GraphNode& n = *sig[0];
     const bool is_max = n.base == "max_pool2d_with_indices" || n.base == "max_pool2d";
     const bool is_avg = n.base == "avg_pool2d";
