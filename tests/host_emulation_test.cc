@@ -106,7 +106,8 @@ std::map<std::string, std::string> LibraryReplays(WorkerChannel* worker, const f
   for (const PlanOption& o : PlanOfTask(worker, task, true).options) {
     if (o.space != "library") continue;
     out[o.label] = o.candidate.source;
-    for (const char* knob : {"CHANNELS_LAST", "SDPA", "POOL_FIRST", "LT_EPILOGUE", "BN_KERNEL"}) {
+    for (const char* knob : {"CHANNELS_LAST", "SDPA", "POOL_FIRST", "LT_EPILOGUE", "BN_KERNEL",
+                             "POOL_KERNEL"}) {
       const std::regex line(fmt::format("\n{0} = 1  # kopt:knob {0} 1", knob));
       if (std::regex_search(o.candidate.source, line))
         out[fmt::format("{} [{}=0]", o.label, knob)] = std::regex_replace(
@@ -260,7 +261,8 @@ TEST(KOPT_SUITE, GeneratedAndTemplateKernelsPassTheVerifier) {
 }
 
 // The library replays (convolutions channels-last, fused attention,
-// activations after max pools) of small networks pass the full verifier
+// activations after max pools, kopt's BatchNorm and NHWC pool kernels) of
+// small networks pass the full verifier
 // (second shape, input distributions, BatchNorm's running statistics), at
 // every rewrite knob. On the CPU the fused call is PyTorch's own math.
 TEST(KOPT_SUITE, LibraryReplaysPassTheVerifierAtEveryKnob) {
@@ -268,12 +270,14 @@ TEST(KOPT_SUITE, LibraryReplaysPassTheVerifierAtEveryKnob) {
   auto worker = GraphWorker();
   const fs::path out = testing::ScratchDir("library-replays");
   int n = 0;
+  bool pool_kernel = false;  // kopt's NHWC pool kernel ran in some replay
   for (const auto& e :
        fs::directory_iterator(testing::SourceDir() / "tests" / "data" / "library_replay")) {
     if (e.path().extension() != ".py") continue;
     const auto replays = LibraryReplays(worker.get(), e.path());
     EXPECT_GE(replays.size(), 2u) << e.path().stem() << ": a replay and a knob at 0";
     for (const auto& [label, source] : replays) {
+      pool_kernel = pool_kernel || source.find("= _kopt_pool(") != std::string::npos;
       const fs::path py = out / fmt::format("{}_{}.py", e.path().stem().string(), n);
       const fs::path json = out / fmt::format("{}_{}.json", e.path().stem().string(), n++);
       WriteTextFileAtomic(py, source);
@@ -286,6 +290,7 @@ TEST(KOPT_SUITE, LibraryReplaysPassTheVerifierAtEveryKnob) {
     }
   }
   EXPECT_GE(n, 6);
+  EXPECT_TRUE(pool_kernel);
 }
 
 TEST(KOPT_SUITE, AKernelWithOneWrongStoreIsRejected) {

@@ -917,6 +917,9 @@ class Replay {
     const bool as_reshape =
         kViews.count(n.base) && (o_.channels_last || n.base == "_reshape_alias");
     const bool conv = o_.channels_last && IsConv2d(n, g_);
+    const bool flatten = as_reshape && o_.channels_last && !n.in.empty() && !n.out.empty() &&
+                         g_.Value(n.in[0]).shape.size() == 4 &&
+                         g_.Value(n.out[0]).shape.size() != 4;
     std::vector<std::string> parts;
     auto shaped = ShapeArgs(n, g_);
     if (kViews.count(n.base) && !shaped.count(1) && !n.out.empty())
@@ -930,6 +933,9 @@ class Replay {
         return false;
       }
       if (conv && ai == 0) x = "_kopt_cl(" + x + ")";
+      // A 4-D value flattened (before a classifier): NCHW order by kopt's
+      // transpose where the value is NHWC, then the reshape is a view.
+      if (flatten && ai == 0) x = "_kopt_out(" + x + ")";
       if (conv && ai == 1) {
         const GraphValue& w = g_.Value(n.in[1]);
         x = o_.reuse_weights && w.role == "param"

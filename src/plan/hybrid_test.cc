@@ -223,7 +223,11 @@ TEST(Hybrid, ConvolutionNetworksGetAChannelsLastReplayWithLayoutKnobs) {
   EXPECT_NE(cnn.find("            if POOL_FIRST:\n                v12 = v11\n"), std::string::npos)
       << cnn;
   EXPECT_NE(cnn.find("torch.ops.aten.relu(v13)"), std::string::npos) << cnn;
-  // Without the template, no pool kernel.
+  // The flatten before the classifier reads NCHW order made by the transpose.
+  EXPECT_NE(cnn.find("torch.ops.aten.reshape(_kopt_out(v21), [v21.shape[0], -1])"),
+            std::string::npos)
+      << cnn;
+  // The pools' pattern: conv (bias) -> ReLU -> max pool, 2x2 stride 2.
   const auto pools = KernelPools(*OpGraphFromJson(ReadJsonFile(
       testing::SourceDir() / "tests" / "data" / "graphs" / "level3_05_small_cnn.json")));
   ASSERT_EQ(pools.size(), 3u);
