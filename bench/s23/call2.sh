@@ -12,9 +12,10 @@ OUT=$1
 K=${KOPT:-.devbin/kopt}
 export KOPT_ROOT=$PWD KOPT_CACHE=$PWD/.kopt/cache PYTHONUNBUFFERED=1 PYTHONPATH=python KOPT_BIN=$K
 nvidia-smi --query-gpu=name --format=csv,noheader | sed 's/^/card: /'
-for t in level3/04_lstm level3/05_small_cnn; do
+for tb in level3/04_lstm:90:190 level3/05_small_cnn:110:210; do
+  IFS=: read t b lim <<< "$tb"
   n=$(basename $t)
-  timeout -s INT -k 15 270 $K optimize tasks/$t.py --budget 150s --no-shipped --profile none -v --json $OUT/$n.json > $OUT/$n.log 2>&1
+  timeout -s INT -k 10 $lim $K optimize tasks/$t.py --budget ${b}s --no-shipped --profile none -v --json $OUT/$n.json > $OUT/$n.log 2>&1
   echo "== $t: optimize exit $? at $SECONDS s"
   tr '\r' '\n' < $OUT/$n.log | grep -v "^\s*$" | grep -v "^\[" | grep -v "^kopt: \[" | tail -40 | cut -c1-240
 done
