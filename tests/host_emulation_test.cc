@@ -106,8 +106,8 @@ std::map<std::string, std::string> LibraryReplays(WorkerChannel* worker, const f
   for (const PlanOption& o : PlanOfTask(worker, task, true).options) {
     if (o.space != "library") continue;
     out[o.label] = o.candidate.source;
-    for (const char* knob : {"CHANNELS_LAST", "SDPA", "POOL_FIRST", "LT_EPILOGUE", "BN_KERNEL",
-                             "POOL_KERNEL"}) {
+    for (const char* knob :
+         {"CHANNELS_LAST", "SDPA", "POOL_FIRST", "LT_EPILOGUE", "BN_KERNEL", "POOL_KERNEL"}) {
       const std::regex line(fmt::format("\n{0} = 1  # kopt:knob {0} 1", knob));
       if (std::regex_search(o.candidate.source, line))
         out[fmt::format("{} [{}=0]", o.label, knob)] = std::regex_replace(

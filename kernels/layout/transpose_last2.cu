@@ -144,7 +144,8 @@ __global__ void __launch_bounds__(VT)
   const float* src = in + plane * A * (int64_t)B;
   float* dst = out + plane * A * (int64_t)B + (int64_t)b0 * A;
   for (int a = 0; a < A; ++a)
-    if ((int)threadIdx.x < nb) t[a * NTP + threadIdx.x] = __ldg(src + (int64_t)a * B + b0 + threadIdx.x);
+    if ((int)threadIdx.x < nb)
+      t[a * NTP + threadIdx.x] = __ldg(src + (int64_t)a * B + b0 + threadIdx.x);
   __syncthreads();
   for (int j = threadIdx.x; j < nb * A; j += VT) dst[j] = t[(j % A) * NTP + j / A];
 }

@@ -21,6 +21,8 @@
 #include <math.h>
 #include <stdint.h>
 
+// Slot and knob lines stay one line each (kernels/README.md).
+// clang-format off
 #define KOPT_KH 2  // slot: window height, >= 1
 #define KOPT_KW 2  // slot: window width, >= 1
 #define KOPT_SH 2  // slot: stride along H, >= 1 (torch: stride defaults to the kernel size)
@@ -31,8 +33,6 @@
 #define KOPT_BIAS 1  // slot: 1 in[1] is a bias of shape [C] added after the max (a convolution's bias); 0 none
 #define KOPT_ACT 1  // slot: applied last: 0 none, 1 ReLU, 2 ReLU6 (hardtanh to [0, 6])
 
-// Slot and knob lines stay one line each (kernels/README.md).
-// clang-format off
 // kopt:knob THREADS 256 {128,256,512} threads per block
 constexpr int THREADS = 256;
 // kopt:knob ITEMS 2 {1,2,4} output pixels per thread (all their window loads issued before any max): reads in flight vs registers and blocks

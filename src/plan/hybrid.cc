@@ -369,18 +369,6 @@ std::vector<KernelBatchNorm> KernelBatchNorms(const OpGraph& g) {
 }
 
 std::vector<KernelPool> KernelPools(const OpGraph& g) {
-  // A list argument of one or two ints (one means both dims), or `dflt`
-  // when absent or empty.
-  auto pair = [](const GraphNode& n, std::size_t i, const char* kw,
-                 std::optional<std::pair<int, int>> dflt) -> std::optional<std::pair<int, int>> {
-    const Json* a = OpGraph::Arg(n, i, kw);
-    if (!a || a->is_null() || (a->is_array() && a->empty())) return dflt;
-    if (a->is_number_integer()) return std::pair{a->get<int>(), a->get<int>()};
-    if (!a->is_array() || a->size() > 2 || !(*a)[0].is_number_integer() ||
-        !a->back().is_number_integer())
-      return std::nullopt;
-    return std::pair{(*a)[0].get<int>(), a->back().get<int>()};
-  };
   std::vector<KernelPool> out;
   for (const GraphNode& p : g.nodes) {
     if ((p.base != "max_pool2d" && p.base != "max_pool2d_with_indices") || p.in.size() != 1 ||
@@ -392,27 +380,27 @@ std::vector<KernelPool> KernelPools(const OpGraph& g) {
     for (std::size_t j = 1; j < p.out.size(); ++j)
       indices_read = indices_read || g.IsOutput(p.out[j]) || !g.Consumers(p.out[j]).empty();
     if (indices_read) continue;
-    const auto k = pair(p, 1, "kernel_size", std::nullopt);
+    const auto k = PairArg(p, 1, std::nullopt, "kernel_size");
     if (!k) continue;
-    const auto s = pair(p, 2, "stride", k), pad = pair(p, 3, "padding", std::pair{0, 0}),
-               dil = pair(p, 4, "dilation", std::pair{1, 1});
+    const auto s = PairArg(p, 2, k, "stride"), pad = PairArg(p, 3, std::pair{0LL, 0LL}, "padding"),
+               dil = PairArg(p, 4, std::pair{1LL, 1LL}, "dilation");
     const Json* ceil = OpGraph::Arg(p, 5, "ceil_mode");
     if (!s || !pad || !dil || dil->first != 1 || dil->second != 1) continue;
     if (ceil && !ceil->is_null() && !ceil->is_boolean()) continue;
     KernelPool kp;
     kp.pool = static_cast<std::size_t>(p.index);
-    std::tie(kp.kh, kp.kw) = *k;
-    std::tie(kp.sh, kp.sw) = *s;
-    std::tie(kp.ph, kp.pw) = *pad;
-    kp.ceil_mode = ceil && ceil->is_boolean() && ceil->get<bool>();
+    kp.kh = static_cast<int>(k->first), kp.kw = static_cast<int>(k->second);
+    kp.sh = static_cast<int>(s->first), kp.sw = static_cast<int>(s->second);
+    kp.ph = static_cast<int>(pad->first), kp.pw = static_cast<int>(pad->second);
+    kp.ceil_mode = BoolArg(p, 5, "ceil_mode", false);
     if (kp.kh < 1 || kp.kw < 1 || kp.sh < 1 || kp.sw < 1 || kp.ph < 0 || kp.pw < 0 ||
         2 * kp.ph > kp.kh || 2 * kp.pw > kp.kw)
       continue;
     kp.input = p.in[0];
     // The activation before it, read by the pool alone.
-    if (const GraphNode* a = g.Producer(kp.input);
-        a && a->in.size() == 1 && a->out.size() == 1 && OnlyReader(g, kp.input) == &p &&
-        OnlyReader(g, a->in[0]) == a) {
+    if (const GraphNode* a = g.Producer(kp.input); a && a->in.size() == 1 && a->out.size() == 1 &&
+                                                   OnlyReader(g, kp.input) == &p &&
+                                                   OnlyReader(g, a->in[0]) == a) {
       int code = 0;
       if (a->base == "relu") code = 1;
       if (a->base == "relu6") code = 2;
@@ -727,10 +715,10 @@ class Replay {
         *why = "a max pool reads a constant made outside any op";
         return false;
       }
-      const std::string line = fmt::format(
-          "v{} = _kopt_pool(v{}, {}, ({}, {}), ({}, {}), ({}, {}), {}, {})", n.out[0], k.input,
-          k.bias >= 0 ? fmt::format("v{}", k.bias) : "None", k.kh, k.kw, k.sh, k.sw, k.ph, k.pw,
-          k.ceil_mode ? "True" : "False", k.act_code);
+      const std::string line =
+          fmt::format("v{} = _kopt_pool(v{}, {}, ({}, {}), ({}, {}), ({}, {}), {}, {})", n.out[0],
+                      k.input, k.bias >= 0 ? fmt::format("v{}", k.bias) : "None", k.kh, k.kw, k.sh,
+                      k.sw, k.ph, k.pw, k.ceil_mode ? "True" : "False", k.act_code);
       return Branch(n, "POOL_KERNEL", line, why);
     }
     if (kpool_act_.count(i))  // applied by the pool kernel after the max
@@ -1073,13 +1061,13 @@ class Replay {
   std::map<std::size_t, KernelGemm> kgemm_at_;     ///< by the GEMM's node
   std::set<std::size_t> kgemm_act_;                ///< activations the GEMM kernel applies
   std::map<std::size_t, KernelBatchNorm> kbn_at_;  ///< by the BatchNorm's node
-  std::map<std::size_t, int> kbn_fused_;   ///< add or ReLU it applies -> the value passed on
-  std::map<std::size_t, int> kbn_result_;  ///< by the BatchNorm's node: after its add and ReLU
-  std::map<std::size_t, KernelPool> kpool_at_;      ///< by the pool's node
-  std::set<std::size_t> kpool_act_;                 ///< activations the pool kernel applies
-  std::map<std::size_t, std::size_t> kpool_conv_;   ///< convolution -> pool that adds its bias
+  std::map<std::size_t, int> kbn_fused_;        ///< add or ReLU it applies -> the value passed on
+  std::map<std::size_t, int> kbn_result_;       ///< by the BatchNorm's node: after its add and ReLU
+  std::map<std::size_t, KernelPool> kpool_at_;  ///< by the pool's node
+  std::set<std::size_t> kpool_act_;             ///< activations the pool kernel applies
+  std::map<std::size_t, std::size_t> kpool_conv_;  ///< convolution -> pool that adds its bias
   std::set<std::size_t> in_attention_;
-  std::set<int> hidden_;  ///< values bound on one branch only (inside an attention region)
+  std::set<int> hidden_;  ///< values bound on one branch only (attention regions, pool indices)
   std::map<std::size_t, AttentionRegion> attention_at_;  ///< by its last node
 };
 
@@ -1436,11 +1424,11 @@ std::optional<std::string> ReplaySource(const OpGraph& g, const FusedKernel* tai
       applied.push_back(fmt::format("{} convolution bias(es)", r.KernelPoolBiasCount()));
     if (r.KernelPoolActCount() > 0)
       applied.push_back(fmt::format("{} activation(s)", r.KernelPoolActCount()));
-    src += fmt::format(
-        fmt::runtime(kPoolPrelude), r.KernelPoolCount(),
-        applied.empty() ? std::string()
-                        : fmt::format(" with {} applied after the max", fmt::join(applied, " and ")),
-        options.pool_source);
+    src += fmt::format(fmt::runtime(kPoolPrelude), r.KernelPoolCount(),
+                       applied.empty() ? std::string()
+                                       : fmt::format(" with {} applied after the max",
+                                                     fmt::join(applied, " and ")),
+                       options.pool_source);
   }
   if (r.PoolFirstCount() > 0)
     src += fmt::format(

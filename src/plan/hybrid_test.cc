@@ -210,9 +210,10 @@ TEST(Hybrid, ConvolutionNetworksGetAChannelsLastReplayWithLayoutKnobs) {
                      "applied after the max"),
             std::string::npos)
       << cnn;
-  EXPECT_NE(cnn.find("        if POOL_KERNEL:\n            _r = torch.ops.aten.convolution(_kopt_cl("
-                     "v0), _kopt_cl(v1), None, "),
-            std::string::npos)
+  EXPECT_NE(
+      cnn.find("        if POOL_KERNEL:\n            _r = torch.ops.aten.convolution(_kopt_cl("
+               "v0), _kopt_cl(v1), None, "),
+      std::string::npos)
       << cnn;
   EXPECT_NE(cnn.find("        if POOL_KERNEL:\n            v12 = v11\n"), std::string::npos) << cnn;
   EXPECT_NE(cnn.find("v13 = _kopt_pool(v11, v2, (2, 2), (2, 2), (0, 0), False, 1)"),
@@ -392,10 +393,12 @@ TEST(Hybrid, TheLibraryReplayComputesWhatTheModelDoesAtEveryKnob) {
          "        bias, act, ceil = slot('KOPT_BIAS'), slot('KOPT_ACT'), slot('KOPT_CEIL_MODE')\n"
          "        def pool(ins, outs):\n"
          "            x, y = ins[0].permute(0, 3, 1, 2), outs[0]\n"
-         "            assert ins[0].is_contiguous() and y.is_contiguous() and len(ins) == 1 + bias\n"
+         "            assert ins[0].is_contiguous() and y.is_contiguous() and len(ins) == 1 + "
+         "bias\n"
          "            z = torch.nn.functional.max_pool2d(x, k, s, p, 1, bool(ceil))\n"
          "            if bias: z = z + ins[1].view(1, -1, 1, 1)\n"
-         "            z = torch.relu(z) if act == 1 else (torch.clamp(z, 0, 6) if act == 2 else z)\n"
+         "            z = torch.relu(z) if act == 1 else (torch.clamp(z, 0, 6) if act == 2 else "
+         "z)\n"
          "            y.copy_(z.permute(0, 2, 3, 1))\n"
          "        return pool\n"
          "    def run(ins, outs):\n"

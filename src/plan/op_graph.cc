@@ -48,6 +48,25 @@ const Json* OpGraph::Arg(const GraphNode& n, std::size_t i, const char* name) {
   return nullptr;
 }
 
+std::optional<std::pair<long long, long long>> PairArg(
+    const GraphNode& n, std::size_t i, std::optional<std::pair<long long, long long>> fallback,
+    const char* kw) {
+  const Json* a = OpGraph::Arg(n, i, kw);
+  if (!a || a->is_null() || (a->is_array() && a->empty())) return fallback;
+  if (a->is_number_integer()) return std::make_pair(a->get<long long>(), a->get<long long>());
+  if (a->is_array() && a->size() == 1 && a->at(0).is_number_integer())
+    return std::make_pair(a->at(0).get<long long>(), a->at(0).get<long long>());
+  if (a->is_array() && a->size() == 2 && a->at(0).is_number_integer() &&
+      a->at(1).is_number_integer())
+    return std::make_pair(a->at(0).get<long long>(), a->at(1).get<long long>());
+  return std::nullopt;
+}
+
+bool BoolArg(const GraphNode& n, std::size_t i, const char* kw, bool fallback) {
+  const Json* a = OpGraph::Arg(n, i, kw);
+  return a && a->is_boolean() ? a->get<bool>() : fallback;
+}
+
 std::optional<OpGraph> OpGraphFromJson(const Json& graph) {
   if (!graph.is_object() || graph.value("version", 0) < 2) return std::nullopt;
   if (!graph.contains("nodes") || !graph.at("nodes").is_array() || graph.at("nodes").empty())

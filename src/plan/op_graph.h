@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/json.h"
@@ -57,6 +58,14 @@ struct OpGraph {
   /// present there); null when absent.
   static const Json* Arg(const GraphNode& n, std::size_t i, const char* name = nullptr);
 };
+
+/// A pair argument ([3, 3], [3] or 3) of a node, or `fallback` when absent,
+/// None or empty; nullopt when it is something else.
+std::optional<std::pair<long long, long long>> PairArg(
+    const GraphNode& n, std::size_t i, std::optional<std::pair<long long, long long>> fallback,
+    const char* kw = nullptr);
+/// A boolean argument of a node, or `fallback` when absent or not a bool.
+bool BoolArg(const GraphNode& n, std::size_t i, const char* kw, bool fallback);
 
 /// The graph of a capture (TaskBundle::graph); nullopt when it was recorded
 /// before dataflow was (version < 2) or has no nodes. Malformed entries

@@ -72,25 +72,6 @@ std::optional<long long> IntArg(const GraphNode& n, std::size_t i, const char* k
   return std::nullopt;
 }
 
-/// A pair argument ([3, 3] or 3), or `fallback` when absent or empty.
-std::optional<std::pair<long long, long long>> PairArg(
-    const GraphNode& n, std::size_t i, std::optional<std::pair<long long, long long>> fallback) {
-  const Json* a = OpGraph::Arg(n, i);
-  if (!a || a->is_null() || (a->is_array() && a->empty())) return fallback;
-  if (a->is_number_integer()) return std::make_pair(a->get<long long>(), a->get<long long>());
-  if (a->is_array() && a->size() == 1 && a->at(0).is_number_integer())
-    return std::make_pair(a->at(0).get<long long>(), a->at(0).get<long long>());
-  if (a->is_array() && a->size() == 2 && a->at(0).is_number_integer() &&
-      a->at(1).is_number_integer())
-    return std::make_pair(a->at(0).get<long long>(), a->at(1).get<long long>());
-  return std::nullopt;
-}
-
-bool BoolArg(const GraphNode& n, std::size_t i, const char* kw, bool fallback) {
-  const Json* a = OpGraph::Arg(n, i, kw);
-  return a && a->is_boolean() ? a->get<bool>() : fallback;
-}
-
 /// The first template of class `cls` (that implements `op`, when given).
 const KernelTemplate* FindTemplate(const std::vector<KernelTemplate>& ts, const std::string& cls,
                                    const std::string& op = "") {
