@@ -106,8 +106,8 @@ std::map<std::string, std::string> LibraryReplays(WorkerChannel* worker, const f
   for (const PlanOption& o : PlanOfTask(worker, task, true).options) {
     if (o.space != "library") continue;
     out[o.label] = o.candidate.source;
-    for (const char* knob :
-         {"CHANNELS_LAST", "SDPA", "POOL_FIRST", "LT_EPILOGUE", "BN_KERNEL", "POOL_KERNEL"}) {
+    for (const char* knob : {"CHANNELS_LAST", "SDPA", "POOL_FIRST", "LT_EPILOGUE", "BN_KERNEL",
+                             "POOL_KERNEL", "FUSED_TAIL"}) {
       const std::regex line(fmt::format("\n{0} = 1  # kopt:knob {0} 1", knob));
       if (std::regex_search(o.candidate.source, line))
         out[fmt::format("{} [{}=0]", o.label, knob)] = std::regex_replace(
@@ -271,6 +271,7 @@ TEST(KOPT_SUITE, LibraryReplaysPassTheVerifierAtEveryKnob) {
   const fs::path out = testing::ScratchDir("library-replays");
   int n = 0;
   bool pool_kernel = false;  // kopt's NHWC pool kernel ran in some replay
+  bool nhwc_tail = false;    // a fused tail read an NHWC convolution output
   for (const auto& e :
        fs::directory_iterator(testing::SourceDir() / "tests" / "data" / "library_replay")) {
     if (e.path().extension() != ".py") continue;
@@ -278,6 +279,7 @@ TEST(KOPT_SUITE, LibraryReplaysPassTheVerifierAtEveryKnob) {
     EXPECT_GE(replays.size(), 2u) << e.path().stem() << ": a replay and a knob at 0";
     for (const auto& [label, source] : replays) {
       pool_kernel = pool_kernel || source.find("= _kopt_pool(") != std::string::npos;
+      nhwc_tail = nhwc_tail || source.find("_kopt_tail([_kopt_either(") != std::string::npos;
       const fs::path py = out / fmt::format("{}_{}.py", e.path().stem().string(), n);
       const fs::path json = out / fmt::format("{}_{}.json", e.path().stem().string(), n++);
       WriteTextFileAtomic(py, source);
@@ -289,8 +291,9 @@ TEST(KOPT_SUITE, LibraryReplaysPassTheVerifierAtEveryKnob) {
                 << "\n";
     }
   }
-  EXPECT_GE(n, 6);
+  EXPECT_GE(n, 10);
   EXPECT_TRUE(pool_kernel);
+  EXPECT_TRUE(nhwc_tail);
 }
 
 TEST(KOPT_SUITE, AKernelWithOneWrongStoreIsRejected) {

@@ -964,46 +964,29 @@ class Replay {
   }
 
  public:
-  /// The fused tail's call: its inputs in NCHW order, its outputs allocated.
+  /// The fused tail's call: its inputs NCHW (or NHWC-dense), its outputs allocated NCHW.
   bool Tail(const FusedKernel& k, std::string* why) {
     const auto& F = g_.Value(k.inputs[static_cast<std::size_t>(k.shape_input)]).shape;
-    // An elementwise tail over 4-D values of one shape (no broadcast) reads
-    // and writes them in whatever memory order they share: NHWC values
-    // stay NHWC (as [N, H, W, C] views), no conversion back to NCHW before
-    // the kernel; the result converts once at the return.
-    bool dense = o_.channels_last && k.kind == "elementwise" && F.size() == 4;
-    for (int v : k.inputs)
-      dense = dense && g_.Value(v).shape == F && g_.Value(v).dtype == "float32";
-    for (int v : g_.outputs)
-      dense = dense && g_.Value(v).shape == F && g_.Value(v).dtype == "float32";
+    // An elementwise tail over a 4-D shape in a channels-last replay reads
+    // its full-size inputs in whatever dense order they come (an NHWC
+    // convolution output stays NHWC: the kernel transposes it through
+    // shared memory) and writes NCHW outputs, so neither a conversion
+    // before it nor one after it runs.
+    const bool nhwc = o_.channels_last && k.kind == "elementwise" && F.size() == 4;
+    long long f_numel = 1;
+    for (long long d : F) f_numel *= d;
     std::vector<std::string> ins;
     for (int v : k.inputs) {
       if (!Bind(v)) {
         *why = "the fused tail reads a constant made outside any op";
         return false;
       }
-      ins.push_back(dense ? fmt::format("v{}", v) : fmt::format("v{}.contiguous()", v));
+      const bool full = g_.Value(v).shape == F && g_.Value(v).Numel() == f_numel;
+      ins.push_back(nhwc && full ? fmt::format("_kopt_either(v{})", v)
+                                 : fmt::format("v{}.contiguous()", v));
     }
     const std::string shape_src =
         fmt::format("v{}", k.inputs[static_cast<std::size_t>(k.shape_input)]);
-    if (dense) {
-      std::vector<std::string> outs;
-      for (std::size_t j = 0; j < g_.outputs.size(); ++j) {
-        body += indent + fmt::format(
-                             "o{} = torch.empty(tuple({}.shape), dtype=torch.float32, "
-                             "device={}.device, memory_format=_kopt_torch.channels_last if "
-                             "CHANNELS_LAST else _kopt_torch.contiguous_format)\n",
-                             j, shape_src, shape_src);
-        outs.push_back(fmt::format("o{}", j));
-      }
-      body += indent + fmt::format("_kopt_tail(_kopt_dense([{}]), _kopt_dense([{}], False))\n",
-                                   fmt::join(ins, ", "), fmt::join(outs, ", "));
-      std::vector<std::string> rets;
-      for (const std::string& o : outs) rets.push_back("_kopt_out(" + o + ")");
-      body += indent + (rets.size() == 1 ? "return " + rets[0] + "\n"
-                                         : fmt::format("return ({},)\n", fmt::join(rets, ", ")));
-      return true;
-    }
     std::vector<std::string> outs;
     for (std::size_t j = 0; j < g_.outputs.size(); ++j) {
       const GraphValue& o = g_.Value(g_.outputs[j]);
@@ -1121,15 +1104,12 @@ def _kopt_out(t):
     return t.contiguous()
 
 
-def _kopt_dense(ts, as_views=True):
-    # 4-D tensors of one shape as contiguous tensors of one memory order for
-    # an elementwise kernel: NHWC (as its [N, H, W, C] view) when
-    # CHANNELS_LAST, else NCHW. as_views=False: `ts` are already in that
-    # order (the outputs it allocated), only viewed.
-    if CHANNELS_LAST:
-        cl = _kopt_torch.channels_last
-        return [(t if not as_views else t.contiguous(memory_format=cl)).permute(0, 2, 3, 1) for t in ts]
-    return [t.contiguous() for t in ts]
+def _kopt_either(t):
+    # A full-size input of the fused tail as it is when NCHW- or NHWC-dense
+    # (its kernel reads both), else NCHW-contiguous.
+    if t.is_contiguous() or (t.dim() == 4 and t.is_contiguous(memory_format=_kopt_torch.channels_last)):
+        return t
+    return t.contiguous()
 )PY";
 
 const char* kAttentionPrelude = R"PY(
