@@ -368,6 +368,78 @@ std::vector<KernelBatchNorm> KernelBatchNorms(const OpGraph& g) {
   return out;
 }
 
+std::optional<MovedConvBiases> ConvBiasesIntoTail(const OpGraph& g, std::size_t tail_from) {
+  MovedConvBiases m;
+  m.graph = g;
+  m.graph.nodes.clear();
+  std::vector<GraphNode> adds;
+  auto fresh = [&](const std::vector<long long>& shape, const std::string& dtype) {
+    GraphValue v;
+    v.id = static_cast<int>(m.graph.values.size());
+    v.shape = shape;
+    v.dtype = dtype;
+    v.source = "op";
+    m.graph.values.push_back(v);
+    return v.id;
+  };
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    if (i == tail_from) {
+      m.tail_from = m.graph.nodes.size();
+      for (GraphNode& a : adds) m.graph.nodes.push_back(std::move(a));
+      adds.clear();
+    }
+    const GraphNode& n = g.nodes[i];
+    const Json* bias = OpGraph::Arg(n, 2);
+    bool ok = i < tail_from && IsConv2d(n, g) && n.in.size() == 3 && n.out.size() == 1 && bias &&
+              bias->is_object() && bias->value("v", -1) == n.in[2] && !g.IsOutput(n.out[0]);
+    if (ok) {
+      const GraphValue& b = g.Value(n.in[2]);
+      const GraphValue& y = g.Value(n.out[0]);
+      ok = b.source == "abi" && b.shape.size() == 1 && y.shape.size() == 4 &&
+           y.shape[1] == b.shape[0] && b.dtype == y.dtype;
+      for (const GraphNode* c : g.Consumers(n.out[0]))
+        ok = ok && static_cast<std::size_t>(c->index) >= tail_from;
+    }
+    if (!ok) {
+      m.graph.nodes.push_back(n);
+      continue;
+    }
+    const GraphValue& b = g.Value(n.in[2]);
+    const GraphValue& y = g.Value(n.out[0]);
+    GraphNode view;
+    view.op = "aten::view";
+    view.base = "view";
+    view.args = Json::array({Json{{"v", b.id}}, Json::array({b.shape[0], 1, 1})});
+    view.in = {b.id};
+    view.out = {fresh({b.shape[0], 1, 1}, b.dtype)};
+    GraphNode conv = n;
+    conv.args[2] = nullptr;
+    conv.in = {n.in[0], n.in[1]};
+    conv.out = {fresh(y.shape, y.dtype)};
+    GraphNode add;
+    add.op = "aten::add";
+    add.base = "add";
+    add.args = Json::array({Json{{"v", conv.out[0]}}, Json{{"v", view.out[0]}}});
+    add.in = {conv.out[0], view.out[0]};
+    add.out = {y.id};
+    m.graph.nodes.push_back(std::move(view));
+    m.graph.nodes.push_back(std::move(conv));
+    adds.push_back(std::move(add));
+    ++m.moved;
+  }
+  if (m.moved == 0 || !adds.empty()) return std::nullopt;
+  for (std::size_t k = 0; k < m.graph.nodes.size(); ++k) {
+    GraphNode& n = m.graph.nodes[k];
+    n.index = static_cast<int>(k);
+    for (std::size_t j = 0; j < n.out.size(); ++j) {
+      GraphValue& v = m.graph.values.at(static_cast<std::size_t>(n.out[j]));
+      v.node = static_cast<int>(k);
+      v.output = static_cast<int>(j);
+    }
+  }
+  return m;
+}
+
 std::vector<KernelPool> KernelPools(const OpGraph& g) {
   std::vector<KernelPool> out;
   for (const GraphNode& p : g.nodes) {

@@ -115,6 +115,20 @@ struct KernelPool {
 };
 std::vector<KernelPool> KernelPools(const OpGraph& g);
 
+/// The graph with each 2-D convolution whose output only nodes from
+/// `tail_from` on read (not an output) run without its 1-D bias, the bias
+/// added back by a broadcast add placed right before the tail, so a fused
+/// tail applies it in its own pass (PyTorch adds a convolution's bias in a
+/// pass of its own). The bias is viewed as [C, 1, 1] right where the
+/// convolution ran; `tail_from` is then the first of those adds. nullopt
+/// when no convolution qualifies.
+struct MovedConvBiases {
+  OpGraph graph;
+  std::size_t tail_from = 0;
+  int moved = 0;
+};
+std::optional<MovedConvBiases> ConvBiasesIntoTail(const OpGraph& g, std::size_t tail_from);
+
 /// A GEMM with a 1-D bias (addmm, beta = alpha = 1) whose output reaches an
 /// activation cuBLASLt can apply in its epilogue (ReLU, or GELU with the
 /// tanh approximation) through layout ops alone, each with one reader.

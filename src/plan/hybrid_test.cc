@@ -199,6 +199,31 @@ TEST(Hybrid, ConvolutionNetworksGetAChannelsLastReplayWithLayoutKnobs) {
               std::string::npos)
         << stem;
   }
+  // A convolution only the elementwise tail reads runs without its bias;
+  // the tail adds it, reading the NHWC output as it is and writing NCHW.
+  const auto cbr = ChannelsLastOption("level2", "02_conv2d_relu_biasadd");
+  EXPECT_EQ(cbr->detail.value("tail_conv_biases", 0), 1);
+  EXPECT_NE(
+      cbr->candidate.source.find("torch.ops.aten.convolution(_kopt_cl(v0), _kopt_cl(v2), None, "),
+      std::string::npos)
+      << cbr->candidate.source;
+  EXPECT_NE(cbr->candidate.source.find("_kopt_tail([_kopt_either(v"), std::string::npos);
+  EXPECT_NE(cbr->about.find("also adds 1 convolution bias(es)"), std::string::npos) << cbr->about;
+  {
+    const auto g = *OpGraphFromJson(ReadJsonFile(testing::SourceDir() / "tests" / "data" /
+                                                 "graphs" / "level2_02_conv2d_relu_biasadd.json"));
+    const auto m = ConvBiasesIntoTail(g, 1);
+    ASSERT_TRUE(m);
+    ASSERT_EQ(m->graph.nodes.size(), g.nodes.size() + 2);
+    EXPECT_EQ(m->tail_from, 2u);
+    EXPECT_EQ(m->graph.nodes[0].base, "view");
+    EXPECT_TRUE(m->graph.nodes[1].args[2].is_null());
+    EXPECT_EQ(m->graph.nodes[2].base, "add");
+    EXPECT_EQ(m->graph.nodes[2].out[0], g.nodes[0].out[0]);
+    EXPECT_EQ(m->graph.Producer(g.nodes[0].out[0])->index, 2);
+    // Read by a node before the tail: the bias stays.
+    EXPECT_FALSE(ConvBiasesIntoTail(g, 2));
+  }
   // The small CNN's three conv -> ReLU -> max pool chains: kopt's NHWC
   // pool with the bias and ReLU after the max, the convolution without its
   // bias (knob POOL_KERNEL); else the ReLU swaps with the pool (POOL_FIRST).

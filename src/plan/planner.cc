@@ -298,6 +298,21 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
     notes->push_back("no library replay: " + why);
     return std::nullopt;
   }
+  // The biases of the convolutions only the elementwise tail reads go into
+  // the tail (PyTorch adds each in a pass of its own over the output).
+  int moved_biases = 0;
+  if (tail && ro.channels_last && tail->second.kind == "elementwise")
+    if (auto m = ConvBiasesIntoTail(g, tail->first)) {
+      FusionResult f = FuseTail(m->graph, m->tail_from);
+      std::string why_moved;
+      std::optional<std::string> moved;
+      if (f.kernel && f.kernel->kind == "elementwise" &&
+          (moved =
+               ReplaySource(m->graph, &*f.kernel, m->tail_from, in.task_source, ro, &why_moved))) {
+        src = std::move(moved);
+        moved_biases = m->moved;
+      }
+    }
   int convs = 0;
   for (const GraphNode& n : g.nodes) convs += n.base.find("conv") != std::string::npos ? 1 : 0;
   const bool pool_first = src->find("\nPOOL_FIRST = 1") != std::string::npos;
@@ -381,8 +396,14 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
   o.label = fmt::format("PyTorch ops, {}", fmt::join(what, ", "));
   if (tail) o.label += fmt::format(" + one kernel for {}", fmt::join(tail_ops, " -> "));
   if (tail)
-    why_pays.push_back(
-        fmt::format("{} run as one {} kernel", fmt::join(tail_ops, " -> "), tail->second.kind));
+    why_pays.push_back(fmt::format(
+        "{} run as one {} kernel{}", fmt::join(tail_ops, " -> "), tail->second.kind,
+        moved_biases ? fmt::format(" that also adds {} convolution bias(es) (no pass of their own) "
+                                   "and reads the NHWC output, writing NCHW",
+                                   moved_biases)
+        : ro.channels_last && tail->second.kind == "elementwise"
+            ? std::string(" that reads the NHWC output, writing NCHW")
+            : std::string()));
   o.about = fmt::format("{}", fmt::join(why_pays, "; "));
   o.candidate.kind = CandidateKind::kHybrid;
   o.candidate.source = *src;
@@ -397,7 +418,8 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
               {"pool_first", pool_first},
               {"convolutions", convs},
               {"reuse_weights", ro.reuse_weights},
-              {"tail_ops", tail_ops}};
+              {"tail_ops", tail_ops},
+              {"tail_conv_biases", moved_biases}};
   if (tail) {
     o.detail["tail_from_node"] = tail->first;
     o.detail["fused_kind"] = tail->second.kind;
