@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <regex>
 #include <set>
 
 #include <fmt/format.h>
@@ -1388,9 +1389,33 @@ const char* kLayoutMethods = R"PY(
 
 }  // namespace
 
+namespace {
+
+/// `source` (one kernel) with each of its knobs renamed PREFIX + name,
+/// everywhere the name stands as a word: a replay embeds several kernels
+/// in one file, and the tuner needs one kopt:knob line per name (the
+/// transpose, pool and tail kernels all have a VEC).
+std::string PrefixedKnobs(std::string source, const std::string& prefix) {
+  static const std::regex knob(R"(//\s*kopt:knob\s+([A-Za-z_][A-Za-z0-9_]*))");
+  std::set<std::string> names;
+  for (std::sregex_iterator it(source.begin(), source.end(), knob), end; it != end; ++it)
+    names.insert((*it)[1].str());
+  for (const std::string& n : names)
+    source = std::regex_replace(source, std::regex("\\b" + n + "\\b"), prefix + n);
+  return source;
+}
+
+}  // namespace
+
 std::optional<std::string> ReplaySource(const OpGraph& g, const FusedKernel* tail,
                                         std::size_t tail_from, const std::string& task_source,
-                                        const ReplayOptions& options, std::string* why) {
+                                        const ReplayOptions& given, std::string* why) {
+  // Each embedded kernel's knobs under a name of its own.
+  ReplayOptions options = given;
+  for (auto [src, prefix] :
+       {std::pair{&options.transpose_source, "LAYOUT_"}, std::pair{&options.gemm_source, "GEMM_"},
+        std::pair{&options.bn_source, "BN_"}, std::pair{&options.pool_source, "POOL_"}})
+    if (!src->empty()) *src = PrefixedKnobs(*src, prefix);
   if (tail &&
       (tail->shape_input < 0 || tail->shape_input >= static_cast<int>(tail->inputs.size()))) {
     *why = "the fused tail reads no input element by element, so its output shape is unknown";
@@ -1493,8 +1518,10 @@ std::optional<std::string> ReplaySource(const OpGraph& g, const FusedKernel* tai
     if (rewrites)
       src +=
           "FUSED_TAIL = 1  # kopt:knob FUSED_TAIL 1 {0,1} the ops after the library calls as one "
-          "generated kernel (reading NCHW); 0 replays them as PyTorch operators\n\n";
-    src += "CUDA_SOURCE = r\"\"\"\n" + tail->source +
+          "generated kernel (reading NCHW or NHWC, writing NCHW); 0 replays them as PyTorch "
+          "operators\n\n";
+    src += "CUDA_SOURCE = r\"\"\"\n" +
+           (rewrites ? PrefixedKnobs(tail->source, "TAIL_") : tail->source) +
            "\"\"\"\n\n_kopt_tail = _kopt_lib.load_cuda(CUDA_SOURCE)\n";
   }
   src += "\n\nclass ModelNew(Model):";

@@ -3,10 +3,13 @@
 // compiles with real nvcc.
 #include "propose/expert.h"
 
+#include <filesystem>
+
 #include <gtest/gtest.h>
 
 #include "build/builder.h"
 #include "core/json.h"
+#include "propose/knobs.h"
 #include "task/task_loader.h"
 #include "testing/paths.h"
 
@@ -152,6 +155,30 @@ TEST(Expert, ATaskNothingMatchesKeepsTheReference) {
   auto p = MakeProposer("expert", Files());
   p->Begin(f.ctx);
   EXPECT_TRUE(p->Propose(ParentView{}, 8).empty());
+}
+
+// The tuner reads every proposal's knobs: one kopt:knob line per name even
+// where a replay embeds several kernels (transpose, BatchNorm, pool, tail).
+TEST(Expert, EveryFirstLevelProposalOfTheSuiteHasAKnobSpace) {
+  int parsed = 0, replays = 0;
+  for (const auto& e :
+       std::filesystem::directory_iterator(testing::SourceDir() / "tests" / "data" / "graphs")) {
+    const std::string name = e.path().stem().string();
+    if (e.path().extension() != ".json" || name.size() < 8 || name.rfind("level", 0) != 0) continue;
+    const std::string level = name.substr(0, 6), stem = name.substr(7);
+    if (!std::filesystem::exists(testing::SourceDir() / "tasks" / level / (stem + ".py"))) continue;
+    Fixture f = Context(level, stem);
+    f.ctx.bundle = &f.bundle;
+    auto p = MakeProposer("expert", Files());
+    p->Begin(f.ctx);
+    for (const auto& pr : p->Propose(ParentView{}, 16)) {
+      EXPECT_NO_THROW(KnobSpace::Parse(pr.candidate.source, pr.candidate.name)) << name;
+      ++parsed;
+      replays += pr.candidate.source.find("CHANNELS_LAST = 1  # kopt:knob") != std::string::npos;
+    }
+  }
+  EXPECT_GE(parsed, 40);
+  EXPECT_GE(replays, 4);
 }
 
 TEST(Expert, ItsProposalsCompileForSm90a) {
