@@ -978,6 +978,9 @@ class Replay {
     const bool as_reshape =
         kViews.count(n.base) && (o_.channels_last || n.base == "_reshape_alias");
     const bool conv = o_.channels_last && IsConv2d(n, g_);
+    const bool nchw_only = o_.channels_last &&
+                           (n.base == "native_group_norm" || n.base == "group_norm") &&
+                           !n.in.empty() && g_.Value(n.in[0]).shape.size() == 4;
     const bool flatten = as_reshape && o_.channels_last && !n.in.empty() && !n.out.empty() &&
                          g_.Value(n.in[0]).shape.size() == 4 &&
                          g_.Value(n.out[0]).shape.size() != 4;
@@ -994,6 +997,10 @@ class Replay {
         return false;
       }
       if (conv && ai == 0) x = "_kopt_cl(" + x + ")";
+      // PyTorch's CUDA group norm takes NCHW-contiguous input only
+      // ("Expected X.is_contiguous(memory_format)" on an NHWC one, H100):
+      // it reads NCHW, and what follows takes either order.
+      if (nchw_only && ai == 0) x = "_kopt_out(" + x + ")";
       // A 4-D value flattened (before a classifier): NCHW order by kopt's
       // transpose where the value is NHWC, then the reshape is a view.
       if (flatten && ai == 0) x = "_kopt_out(" + x + ")";

@@ -224,6 +224,10 @@ TEST(Hybrid, ConvolutionNetworksGetAChannelsLastReplayWithLayoutKnobs) {
     // Read by a node before the tail: the bias stays.
     EXPECT_FALSE(ConvBiasesIntoTail(g, 2));
   }
+  // PyTorch's CUDA group norm takes NCHW input only.
+  EXPECT_NE(ChannelsLastOption("level2", "04_conv2d_groupnorm_tanh_hardswish_residual")
+                ->candidate.source.find("torch.ops.aten.native_group_norm(_kopt_out(v"),
+            std::string::npos);
   // The small CNN's three conv -> ReLU -> max pool chains: kopt's NHWC
   // pool with the bias and ReLU after the max, the convolution without its
   // bias (knob POOL_KERNEL); else the ReLU swaps with the pool (POOL_FIRST).
