@@ -1109,6 +1109,8 @@ class Builder {
     for (std::size_t l = 0; l < p_.leaves.size(); ++l) {
       s += fmt::format("  const {}* __restrict__ p{};\n", CType(p_.leaves[l].dtype), l);
       if (!p_.leaves[l].full && !p_.leaves[l].col) s += fmt::format("  KoptBcast b{};\n", l);
+      if (cl && !p_.leaves[l].full && !p_.leaves[l].col)
+        s += fmt::format("  int bk{};  // 1: one value per channel, 2: per image and channel\n", l);
     }
     s += "  int64_t cols;\n";
     s += "  bool cv;  // cols % VEC == 0: an aligned step stays in one row\n";
@@ -1262,6 +1264,18 @@ class Builder {
       s += TransposingKernel(defs, leaves);
       bool all_f32 = true;
       for (const Leaf& l : p_.leaves) all_f32 = all_f32 && (!l.full || l.dtype == "float32");
+      // A broadcast input with one value per channel (a bias [C, 1, 1]) or
+      // per image and channel is indexed from the tile's channel: no
+      // integer division per element.
+      std::string kinds;
+      for (std::size_t l = 0; l < p_.leaves.size(); ++l)
+        if (!p_.leaves[l].full && !p_.leaves[l].col)
+          kinds += fmt::format(
+              "    a.bk{0} = a.b{0}.n == 1 && a.b{0}.div[0] == a.HW && a.b{0}.mul[0] == 1\n"
+              "                ? (a.b{0}.mod[0] == a.C ? 1 : a.b{0}.mod[0] == a.C * F.shape[0] ? 2 "
+              ": 0)\n"
+              "                : 0;\n",
+              l);
       launch += fmt::format(
           "  if (a.clmask) {{\n"
           "    // NHWC inputs: 32 x 32 (channels x positions) tiles through shared\n"
@@ -1269,13 +1283,14 @@ class Builder {
           "    if (F.ndim != 4) return 2;\n"
           "    a.C = F.shape[1];\n    a.HW = F.shape[2] * F.shape[3];\n"
           "    a.cl_vec = {} && a.C % 4 == 0 && (align % 16) == 0;\n"
+          "{}"
           "    const int64_t tiles = (a.HW + 31) / 32;\n"
           "    if (tiles * F.shape[0] > 0x7fffffffLL || (a.C + 31) / 32 > 65535) return 7;\n"
           "    fused_cl_kernel<<<dim3((unsigned)(tiles * F.shape[0]), (unsigned)((a.C + 31) / "
           "32)), 256, 0, st>>>(a, tiles);\n"
           "    return (int)cudaGetLastError();\n"
           "  }}\n",
-          all_f32 ? "true" : "false");
+          all_f32 ? "true" : "false", kinds);
     }
     launch +=
         "  const bool vec = VEC > 1 && (align % (sizeof(float) * VEC)) == 0;\n"
@@ -1366,11 +1381,18 @@ class Builder {
         s += fmt::format(
             "    const float x{0} = (a.clmask & (1u << {0})) ? S[{1}][c][p] : kopt_f(a.p{0}[i]);\n",
             l, tile.at(l));
-      else if (leaf.col)
-        s += fmt::format("    const float x{0} = kopt_f(__ldg(a.p{0} + i % a.cols));\n", l);
+      else if (leaf.col)  // i % W is the position's column
+        s += fmt::format(
+            "    const float x{0} = kopt_f(__ldg(a.p{0} + (uint32_t)(p0 + p) % "
+            "(uint32_t)a.cols));\n",
+            l);
       else
-        s += fmt::format("    const float x{0} = kopt_f(__ldg(a.p{0} + kopt_bidx(a.b{0}, i)));\n",
-                         l);
+        s += fmt::format(
+            "    const float x{0} = kopt_f(__ldg(a.p{0} + (a.bk{0} == 1   ? c0 + c\n"
+            "                                             : a.bk{0} == 2 ? img * C + c0 + c\n"
+            "                                                           : kopt_bidx(a.b{0}, "
+            "i))));\n",
+            l);
     }
     for (const Def* d : defs)
       s += fmt::format("    const {} {} = {};\n", d->type, d->name, d->expr);
