@@ -522,8 +522,10 @@ struct Args {
   const float* __restrict__ p0;
   const float* __restrict__ p1;
   KoptBcast b1;
+  int bk1;  // 1: one value per channel, 2: per image and channel
   const float* __restrict__ p2;
   KoptBcast b2;
+  int bk2;  // 1: one value per channel, 2: per image and channel
   int64_t cols;
   bool cv;  // cols % TAIL_VEC == 0: an aligned step stays in one row
   unsigned clmask;  // full inputs stored NHWC (bit per input)
@@ -653,8 +655,12 @@ __global__ void __launch_bounds__(256) fused_cl_kernel(Args a, int64_t tiles) {
     if (c0 + c >= C || p0 + p >= HW) continue;
     const int64_t i = (img * C + c0 + c) * HW + p0 + p;
     const float x0 = (a.clmask & (1u << 0)) ? S[0][c][p] : kopt_f(a.p0[i]);
-    const float x1 = kopt_f(__ldg(a.p1 + kopt_bidx(a.b1, i)));
-    const float x2 = kopt_f(__ldg(a.p2 + kopt_bidx(a.b2, i)));
+    const float x1 = kopt_f(__ldg(a.p1 + (a.bk1 == 1   ? c0 + c
+                                             : a.bk1 == 2 ? img * C + c0 + c
+                                                           : kopt_bidx(a.b1, i))));
+    const float x2 = kopt_f(__ldg(a.p2 + (a.bk2 == 1   ? c0 + c
+                                             : a.bk2 == 2 ? img * C + c0 + c
+                                                           : kopt_bidx(a.b2, i))));
     const float v0 = (x0 + x1);
     const float v1 = kopt_relu(v0);
     const float v2 = (v1 + x2);
@@ -703,6 +709,12 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
     a.C = F.shape[1];
     a.HW = F.shape[2] * F.shape[3];
     a.cl_vec = true && a.C % 4 == 0 && (align % 16) == 0;
+    a.bk1 = a.b1.n == 1 && a.b1.div[0] == a.HW && a.b1.mul[0] == 1
+                ? (a.b1.mod[0] == a.C ? 1 : a.b1.mod[0] == a.C * F.shape[0] ? 2 : 0)
+                : 0;
+    a.bk2 = a.b2.n == 1 && a.b2.div[0] == a.HW && a.b2.mul[0] == 1
+                ? (a.b2.mod[0] == a.C ? 1 : a.b2.mod[0] == a.C * F.shape[0] ? 2 : 0)
+                : 0;
     const int64_t tiles = (a.HW + 31) / 32;
     if (tiles * F.shape[0] > 0x7fffffffLL || (a.C + 31) / 32 > 65535) return 7;
     fused_cl_kernel<<<dim3((unsigned)(tiles * F.shape[0]), (unsigned)((a.C + 31) / 32)), 256, 0, st>>>(a, tiles);
