@@ -8,7 +8,7 @@ set -u
 OUT=$1
 export KOPT_ROOT=$PWD KOPT_CACHE=$PWD/.kopt/cache PYTHONUNBUFFERED=1 PYTHONPATH=python KOPT_BIN=.devbin/kopt
 nvidia-smi --query-gpu=name --format=csv,noheader | sed 's/^/card: /'
-timeout 80 python bench/s20/profile_replay.py bench/s24/replays/02_conv2d_relu_biasadd.py CHANNELS_LAST=1 2>&1 |
+timeout 70 python bench/s20/profile_replay.py bench/s24/replays/02_conv2d_relu_biasadd.py CHANNELS_LAST=1 2>&1 |
   grep -v "^\s*$" | cut -c1-150 | head -24
-TASKS="level2/04_conv2d_groupnorm_tanh_hardswish_residual:40:95 level2/02_conv2d_relu_biasadd:40:95" \
+TASKS="level2/04_conv2d_groupnorm_tanh_hardswish_residual:30:80 level2/02_conv2d_relu_biasadd:30:80" \
   bash bench/s24/call1.sh $OUT
