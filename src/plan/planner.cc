@@ -395,15 +395,19 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
   o.space = "library";
   o.label = fmt::format("PyTorch ops, {}", fmt::join(what, ", "));
   if (tail) o.label += fmt::format(" + one kernel for {}", fmt::join(tail_ops, " -> "));
-  if (tail)
+  if (tail) {
+    // Over a 4-D shape in a channels-last replay the tail reads NHWC values
+    // as they are and writes NCHW (Replay::Tail).
+    const FusedKernel& k = tail->second;
+    const bool nhwc = ro.channels_last && k.kind == "elementwise" && k.shape_input >= 0 &&
+                      g.Value(k.inputs[static_cast<std::size_t>(k.shape_input)]).shape.size() == 4;
     why_pays.push_back(fmt::format(
-        "{} run as one {} kernel{}", fmt::join(tail_ops, " -> "), tail->second.kind,
-        moved_biases ? fmt::format(" that also adds {} convolution bias(es) (no pass of their own) "
-                                   "and reads the NHWC output, writing NCHW",
+        "{} run as one {} kernel{}{}", fmt::join(tail_ops, " -> "), k.kind,
+        moved_biases ? fmt::format(" that also adds {} convolution bias(es) (no pass of their own)",
                                    moved_biases)
-        : ro.channels_last && tail->second.kind == "elementwise"
-            ? std::string(" that reads the NHWC output, writing NCHW")
-            : std::string()));
+                     : std::string(),
+        nhwc ? std::string(", reading NHWC values as they are and writing NCHW") : std::string()));
+  }
   o.about = fmt::format("{}", fmt::join(why_pays, "; "));
   o.candidate.kind = CandidateKind::kHybrid;
   o.candidate.source = *src;
