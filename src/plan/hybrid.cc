@@ -369,6 +369,24 @@ std::vector<KernelBatchNorm> KernelBatchNorms(const OpGraph& g) {
   return out;
 }
 
+namespace {
+
+/// Node indices in order again after nodes moved, and each output value's
+/// producer with them.
+void Renumber(OpGraph& g) {
+  for (std::size_t k = 0; k < g.nodes.size(); ++k) {
+    GraphNode& n = g.nodes[k];
+    n.index = static_cast<int>(k);
+    for (std::size_t j = 0; j < n.out.size(); ++j) {
+      GraphValue& v = g.values.at(static_cast<std::size_t>(n.out[j]));
+      v.node = static_cast<int>(k);
+      v.output = static_cast<int>(j);
+    }
+  }
+}
+
+}  // namespace
+
 std::optional<MovedConvBiases> ConvBiasesIntoTail(const OpGraph& g, std::size_t tail_from) {
   MovedConvBiases m;
   m.graph = g;
@@ -429,15 +447,93 @@ std::optional<MovedConvBiases> ConvBiasesIntoTail(const OpGraph& g, std::size_t 
     ++m.moved;
   }
   if (m.moved == 0 || !adds.empty()) return std::nullopt;
-  for (std::size_t k = 0; k < m.graph.nodes.size(); ++k) {
-    GraphNode& n = m.graph.nodes[k];
-    n.index = static_cast<int>(k);
-    for (std::size_t j = 0; j < n.out.size(); ++j) {
-      GraphValue& v = m.graph.values.at(static_cast<std::size_t>(n.out[j]));
-      v.node = static_cast<int>(k);
-      v.output = static_cast<int>(j);
+  Renumber(m.graph);
+  return m;
+}
+
+std::optional<FoldedGroupNorms> GroupNormsIntoTail(const OpGraph& g, std::size_t tail_from) {
+  FoldedGroupNorms m;
+  m.graph = g;
+  m.graph.nodes.clear();
+  std::vector<GraphNode> norms;  // the x * A + B pairs, placed before the tail
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    if (i == tail_from) {
+      m.tail_from = m.graph.nodes.size();
+      for (GraphNode& a : norms) m.graph.nodes.push_back(std::move(a));
+      norms.clear();
     }
+    const GraphNode& n = g.nodes[i];
+    bool ok = i < tail_from && n.base == "native_group_norm" && !n.inplace && n.in.size() >= 1 &&
+              n.out.size() == 3 && n.args.size() >= 8 && !g.IsOutput(n.out[0]);
+    const GraphValue* x = ok ? &g.Value(n.in[0]) : nullptr;
+    int w = -1, b = -1;
+    auto groups = ok ? Num(n, 6, "group") : std::nullopt;
+    auto eps = ok ? Num(n, 7, "eps") : std::nullopt;
+    if (ok) {
+      ok = x->shape.size() >= 3 && x->dtype == "float32" && g.Value(n.out[0]).shape == x->shape &&
+           groups && *groups >= 1 && x->shape[1] % static_cast<long long>(*groups) == 0 && eps &&
+           *eps >= 0;
+      // Weight and bias: a [C] tensor each, or none.
+      for (auto [at, id] : {std::pair{std::size_t{1}, &w}, std::pair{std::size_t{2}, &b}}) {
+        const Json& a = n.args[at];
+        if (a.is_object() && a.contains("v")) {
+          *id = a.at("v").get<int>();
+          const GraphValue& p = g.Value(*id);
+          ok = ok && p.dtype == "float32" && p.shape == std::vector<long long>{x->shape[1]};
+        } else {
+          ok = ok && a.is_null();
+        }
+      }
+      for (std::size_t j = 1; j < n.out.size(); ++j)
+        ok = ok && !g.IsOutput(n.out[j]) && g.Consumers(n.out[j]).empty();
+      for (const GraphNode* c : g.Consumers(n.out[0]))
+        ok = ok && static_cast<std::size_t>(c->index) >= tail_from;
+    }
+    if (!ok) {
+      m.graph.nodes.push_back(n);
+      continue;
+    }
+    std::vector<long long> per(x->shape.size(), 1);
+    per[0] = x->shape[0];
+    per[1] = x->shape[1];
+    auto fresh = [&](const std::vector<long long>& shape) {
+      GraphValue v;
+      v.id = static_cast<int>(m.graph.values.size());
+      v.shape = shape;
+      v.dtype = "float32";
+      v.source = "op";
+      m.graph.values.push_back(v);
+      return v.id;
+    };
+    GraphNode stats;
+    stats.op = "kopt::group_norm_affine";
+    stats.base = "kopt_group_norm_affine";
+    stats.args = Json::array({Json{{"v", n.in[0]}}, w >= 0 ? Json{{"v", w}} : Json(nullptr),
+                              b >= 0 ? Json{{"v", b}} : Json(nullptr), *groups, *eps});
+    stats.in = {n.in[0]};
+    for (int p : {w, b})
+      if (p >= 0) stats.in.push_back(p);
+    const int scale = fresh(per), shift = fresh(per);
+    stats.out = {scale, shift};
+    GraphNode mul;
+    mul.op = "aten::mul";
+    mul.base = "mul";
+    mul.args = Json::array({Json{{"v", n.in[0]}}, Json{{"v", scale}}});
+    mul.in = {n.in[0], scale};
+    mul.out = {fresh(x->shape)};
+    GraphNode add;
+    add.op = "aten::add";
+    add.base = "add";
+    add.args = Json::array({Json{{"v", mul.out[0]}}, Json{{"v", shift}}});
+    add.in = {mul.out[0], shift};
+    add.out = {n.out[0]};
+    m.graph.nodes.push_back(std::move(stats));
+    norms.push_back(std::move(mul));
+    norms.push_back(std::move(add));
+    ++m.folded;
   }
+  if (m.folded == 0 || !norms.empty()) return std::nullopt;
+  Renumber(m.graph);
   return m;
 }
 
@@ -728,6 +824,9 @@ class Replay {
   std::size_t KernelPoolCount() const { return kpool_at_.size(); }
   std::size_t KernelPoolBiasCount() const { return kpool_conv_.size(); }
   std::size_t KernelPoolActCount() const { return kpool_act_.size(); }
+  /// How many group norms run as their statistics, their normalization
+  /// folded into the tail (GroupNormsIntoTail).
+  int GroupNormAffineCount() const { return gn_affine_; }
 
   std::string indent = "        ";
   std::string body;
@@ -970,6 +1069,20 @@ class Replay {
         *why = fmt::format("{} reads a constant made outside any op", n.op);
         return false;
       }
+    if (n.base == "kopt_group_norm_affine") {
+      // A group norm's statistics as its per-(sample, channel) scale and
+      // shift (GroupNormsIntoTail): x * A + B follows in the tail.
+      auto tensor = [&](std::size_t at) {
+        const Json& a = n.args[at];
+        return a.is_object() ? fmt::format("v{}", a.at("v").get<int>()) : std::string("None");
+      };
+      body += indent + fmt::format("v{}, v{} = _kopt_gn_affine(v{}, {}, {}, {}, {:.17g})\n",
+                                   n.out[0], n.out[1], n.in[0], tensor(1), tensor(2),
+                                   n.args[3].get<long long>(), n.args[4].get<double>());
+      for (int v : n.out) bound_.insert(v);
+      ++gn_affine_;
+      return true;
+    }
     static const std::set<std::string> kViews = {"view", "_unsafe_view", "_reshape_alias",
                                                  "reshape"};
     // In NHWC a view of the NCHW shape does not exist (or, with captured
@@ -1132,6 +1245,7 @@ class Replay {
   std::set<std::size_t> in_attention_;
   std::set<int> hidden_;  ///< values bound on one branch only (attention regions, pool indices)
   std::map<std::size_t, AttentionRegion> attention_at_;  ///< by its last node
+  int gn_affine_ = 0;
 };
 
 const char* kLayoutPrelude = R"PY(
@@ -1316,6 +1430,37 @@ def _kopt_bn(x, w, b, rm, rv, momentum, eps, act, res, nchw=0):
 )PY";
 
 // The pool helper; {0} is the count, {1} what it applies, {2} the source.
+const char* kGroupNormPrelude = R"PY(
+# ---- kopt: group norms as their statistics; x * scale + shift runs in the fused tail ----
+import torch as _kopt_torch
+
+
+def _kopt_gn_affine(x, w, b, groups, eps):
+    """A group norm over x [N, C, *] as y = x * a + s, with a = rstd * weight
+    and s = bias - mean * a per (sample, channel), each [N, C, 1, ...]."""
+    t = _kopt_torch
+    n, c = x.shape[0], x.shape[1]
+    cg = c // groups
+    if x.is_contiguous():
+        # Each group is one contiguous row.
+        var, mean = t.var_mean(x.view(n, groups, -1), dim=-1, keepdim=True, correction=0)
+    else:
+        # Any other order (NHWC): each channel's moments over its positions,
+        # then the group's from its channels' (equal counts): the mean of the
+        # channel variances plus the variance of the channel means.
+        cvar, cmean = t.var_mean(x, dim=tuple(range(2, x.dim())), correction=0)
+        cvar, cmean = cvar.view(n, groups, cg), cmean.view(n, groups, cg)
+        mean = cmean.mean(-1, keepdim=True)
+        var = cvar.mean(-1, keepdim=True) + (cmean - mean).square().mean(-1, keepdim=True)
+    a = t.rsqrt(var + eps).expand(n, groups, cg)
+    if w is not None:
+        a = a * w.view(groups, cg)
+    s = (t.addcmul(b.view(groups, cg), mean, a, value=-1) if b is not None
+         else (-mean) * a)
+    shape = (n, c) + (1,) * (x.dim() - 2)
+    return a.reshape(shape), s.reshape(shape)
+)PY";
+
 const char* kPoolPrelude = R"PY(
 # ---- kopt: max pools over NHWC values as kopt's kernel ----
 import re as _kopt_re
@@ -1514,6 +1659,7 @@ std::optional<std::string> ReplaySource(const OpGraph& g, const FusedKernel* tai
                                                      fmt::join(applied, " and ")),
                        options.pool_source);
   }
+  if (r.GroupNormAffineCount() > 0) src += kGroupNormPrelude;
   if (r.PoolFirstCount() > 0)
     src += fmt::format(
         "\nPOOL_FIRST = 1  # kopt:knob POOL_FIRST 1 {{0,1}} {} activation(s) that never decrease "

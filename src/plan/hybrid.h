@@ -129,6 +129,24 @@ struct MovedConvBiases {
 };
 std::optional<MovedConvBiases> ConvBiasesIntoTail(const OpGraph& g, std::size_t tail_from);
 
+/// The graph with each group norm (native_group_norm over [N, C, *], its
+/// mean and rstd unread) whose output only nodes from `tail_from` on read
+/// split in two: its statistics, as a node `kopt_group_norm_affine` where
+/// it ran that makes the per-(sample, channel) scale A and shift B, both
+/// [N, C, 1, ...] (A = rstd * weight, B = bias - mean * A, PyTorch's own
+/// fused parameters), and the normalization itself, x * A + B, as a
+/// broadcast mul and add placed right before the tail. A fused tail then
+/// applies the norm in its own pass: the norm's separate read and write of
+/// the whole tensor go (PyTorch's CUDA group norm reads its input twice
+/// and writes it once, and the tail reads that output again). `tail_from`
+/// is then the first of those muls.
+struct FoldedGroupNorms {
+  OpGraph graph;
+  std::size_t tail_from = 0;
+  int folded = 0;
+};
+std::optional<FoldedGroupNorms> GroupNormsIntoTail(const OpGraph& g, std::size_t tail_from);
+
 /// A GEMM with a 1-D bias (addmm, beta = alpha = 1) whose output reaches an
 /// activation cuBLASLt can apply in its epilogue (ReLU, or GELU with the
 /// tanh approximation) through layout ops alone, each with one reader.

@@ -99,10 +99,13 @@ TEST(Hybrid, EveryLevel2TaskGetsALibraryCallWithAFusedTail) {
     EXPECT_NE(src.find("CUDA_SOURCE = r\"\"\""), std::string::npos) << stem;
     EXPECT_NE(src.find("torch.ops.aten."), std::string::npos) << stem;
   }
-  // The shape-derived arguments are written from the shape at run time.
+  // The group norm folded into the tail takes its sizes from its input at
+  // run time (the second shape's batch differs), not the captured 32, 64, 16384.
   const std::string gn = LibraryOption("level2", "04_conv2d_groupnorm_tanh_hardswish_residual")
                              ->option.candidate.source;
-  EXPECT_NE(gn.find(".numel() // max(1,"), std::string::npos);
+  EXPECT_NE(gn.find("_kopt_gn_affine(v5, v3, v4, 8, "), std::string::npos) << gn;
+  EXPECT_NE(gn.find("    n, c = x.shape[0], x.shape[1]\n"), std::string::npos);
+  EXPECT_EQ(gn.find("16384"), std::string::npos);
 }
 
 TEST(Hybrid, TheReplayedPrefixRunsAndKeepsTheModelsParameters) {
@@ -224,10 +227,61 @@ TEST(Hybrid, ConvolutionNetworksGetAChannelsLastReplayWithLayoutKnobs) {
     // Read by a node before the tail: the bias stays.
     EXPECT_FALSE(ConvBiasesIntoTail(g, 2));
   }
-  // PyTorch's CUDA group norm takes NCHW input only.
-  EXPECT_NE(ChannelsLastOption("level2", "04_conv2d_groupnorm_tanh_hardswish_residual")
-                ->candidate.source.find("torch.ops.aten.native_group_norm(_kopt_out(v"),
-            std::string::npos);
+  // A group norm only the tail reads runs as its statistics; the tail
+  // applies x * scale + shift, reading the NHWC convolution output as it is.
+  {
+    const auto gn = ChannelsLastOption("level2", "04_conv2d_groupnorm_tanh_hardswish_residual");
+    EXPECT_EQ(gn->detail.value("tail_group_norms", 0), 1);
+    EXPECT_NE(gn->candidate.source.find(
+                  "v12, v13 = _kopt_gn_affine(v5, v3, v4, 8, 1.0000000000000001e-05)"),
+              std::string::npos)
+        << gn->candidate.source;
+    EXPECT_NE(gn->candidate.source.find("def _kopt_gn_affine(x, w, b, groups, eps):"),
+              std::string::npos);
+    EXPECT_EQ(gn->candidate.source.find("native_group_norm("), std::string::npos);
+    EXPECT_NE(gn->candidate.source.find(
+                  "_kopt_tail([_kopt_either(v5), v12.contiguous(), v13.contiguous()], [o0])"),
+              std::string::npos)
+        << gn->candidate.source;
+    EXPECT_NE(gn->about.find("applies 1 group norm(s) as a per-channel scale and shift"),
+              std::string::npos)
+        << gn->about;
+    const auto g =
+        *OpGraphFromJson(ReadJsonFile(testing::SourceDir() / "tests" / "data" / "graphs" /
+                                      "level2_04_conv2d_groupnorm_tanh_hardswish_residual.json"));
+    const auto m = GroupNormsIntoTail(g, 2);
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->folded, 1);
+    EXPECT_EQ(m->tail_from, 2u);
+    ASSERT_EQ(m->graph.nodes.size(), g.nodes.size() + 2);
+    EXPECT_EQ(m->graph.nodes[1].base, "kopt_group_norm_affine");
+    EXPECT_EQ(m->graph.Value(m->graph.nodes[1].out[0]).shape,
+              (std::vector<long long>{32, 64, 1, 1}));
+    EXPECT_EQ(m->graph.nodes[2].base, "mul");
+    EXPECT_EQ(m->graph.nodes[3].base, "add");
+    EXPECT_EQ(m->graph.nodes[3].out[0], g.nodes[1].out[0]);
+    EXPECT_EQ(m->graph.Producer(g.nodes[1].out[0])->index, 3);
+    // The fused kernel reads the convolution's output once for both uses.
+    const FusionResult f = FuseTail(m->graph, m->tail_from);
+    ASSERT_TRUE(f.kernel) << f.why_not;
+    EXPECT_EQ(f.kernel->kind, "elementwise");
+    EXPECT_EQ(f.kernel->inputs.size(), 3u);
+    // Read by a node before the tail: the norm stays whole.
+    EXPECT_FALSE(GroupNormsIntoTail(g, 3));
+    // The NCHW hybrid folds it too.
+    const Plan p = PlanFor("level2", "04_conv2d_groupnorm_tanh_hardswish_residual");
+    bool hybrid = false;
+    for (const PlanOption& o : p.options)
+      if (o.space == "library+fused") {
+        hybrid = true;
+        EXPECT_EQ(o.detail.value("tail_group_norms", 0), 1);
+        EXPECT_NE(o.candidate.source.find("_kopt_tail([v5.contiguous(), v12.contiguous(), "
+                                          "v13.contiguous()]"),
+                  std::string::npos)
+            << o.candidate.source;
+      }
+    EXPECT_TRUE(hybrid);
+  }
   // The small CNN's three conv -> ReLU -> max pool chains: kopt's NHWC
   // pool with the bias and ReLU after the max, the convolution without its
   // bias (knob POOL_KERNEL); else the ReLU swaps with the pool (POOL_FIRST).

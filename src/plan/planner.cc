@@ -158,6 +158,36 @@ std::optional<std::pair<std::size_t, FusedKernel>> NextFusedTail(const OpGraph& 
   return std::nullopt;
 }
 
+/// A tail with the group norms only it reads folded in
+/// (GroupNormsIntoTail): their statistics run before it, their x * scale +
+/// shift inside its one elementwise kernel. From `tail_from` when a tail
+/// was found, else from the node after the last group norm (a norm
+/// followed by one activation is a tail only once folded).
+struct FoldedTail {
+  OpGraph graph;
+  std::size_t from = 0;
+  FusedKernel kernel;
+  int folded = 0;
+};
+std::optional<FoldedTail> FoldGroupNormsIntoTail(const OpGraph& g, const PlanInputs& in,
+                                                 std::optional<std::size_t> tail_from) {
+  std::size_t from = 0;
+  if (tail_from) {
+    from = *tail_from;
+  } else {
+    for (const GraphNode& n : g.nodes)
+      if (n.base == "native_group_norm") from = static_cast<std::size_t>(n.index) + 1;
+    if (from == 0 || from >= g.nodes.size()) return std::nullopt;
+  }
+  auto m = GroupNormsIntoTail(g, from);
+  if (!m) return std::nullopt;
+  FusionResult f = FuseTail(m->graph, m->tail_from);
+  if (!f.kernel || f.kernel->kind != "elementwise" ||
+      !LibraryRefused(m->graph, in, m->tail_from).empty())
+    return std::nullopt;
+  return FoldedTail{std::move(m->graph), m->tail_from, std::move(*f.kernel), m->folded};
+}
+
 /// The distinct op names of nodes [from, to), shape-only ones left out.
 std::vector<std::string> OpNames(const OpGraph& g, std::size_t from, std::size_t to) {
   std::vector<std::string> v;
@@ -180,33 +210,60 @@ std::optional<PlanOption> LibraryWithFusedTail(const OpGraph& g, const PlanInput
     return std::nullopt;
   }
   std::string last_why;
-  for (std::size_t k = 1;;) {
-    auto t = NextFusedTail(g, in, k, &last_why);
-    if (!t) break;
-    std::string why;
-    auto src = HybridSource(g, t->first, t->second, in.task_source, &why);
-    if (!src) {
-      last_why = why;
-      k = t->first + 1;
-      continue;
+  auto option = [&](std::size_t first, const std::string& src, const std::string& kind,
+                    int folded) {
+    auto prefix = OpNames(g, 0, first), tail = OpNames(g, first, g.nodes.size());
+    if (folded) {
+      // The norms' statistics stay before the kernel; their normalization is its first op.
+      std::erase(prefix, "native_group_norm");
+      tail.insert(tail.begin(), "native_group_norm");
+      prefix.push_back("group-norm statistics");
     }
-    const auto prefix = OpNames(g, 0, t->first), tail = OpNames(g, t->first, g.nodes.size());
     PlanOption o;
     o.space = "library+fused";
     o.label = fmt::format("PyTorch {} + one kernel for {}", fmt::join(prefix, ", "),
                           fmt::join(tail, " -> "));
     o.about = fmt::format(
         "the library ops stay in PyTorch (cuBLAS/cuDNN); {} ({} ops) become one {} kernel, so "
-        "their intermediates never round-trip DRAM",
-        fmt::join(tail, " -> "), tail.size(), t->second.kind);
+        "their intermediates never round-trip DRAM{}",
+        fmt::join(tail, " -> "), tail.size(), kind,
+        folded ? fmt::format("; {} group norm(s) run as their statistics (one read), and the "
+                             "kernel applies their scale and shift (no pass of their own)",
+                             folded)
+               : std::string());
     o.candidate.kind = CandidateKind::kHybrid;
-    o.candidate.source = *src;
+    o.candidate.source = src;
     o.candidate.name = in.task_stem + "[library+fused]";
     o.detail = {{"space", "library+fused"},
-                {"tail_from_node", t->first},
-                {"fused_kind", t->second.kind},
-                {"tail_ops", tail}};
+                {"tail_from_node", first},
+                {"fused_kind", kind},
+                {"tail_ops", tail},
+                {"tail_group_norms", folded}};
     return o;
+  };
+  for (std::size_t k = 1;;) {
+    auto t = NextFusedTail(g, in, k, &last_why);
+    if (!t) break;
+    std::string why;
+    if (t->second.kind == "elementwise")
+      if (auto f = FoldGroupNormsIntoTail(g, in, t->first))
+        if (auto src = HybridSource(f->graph, f->from, f->kernel, in.task_source, &why))
+          return option(t->first, *src, f->kernel.kind, f->folded);
+    auto src = HybridSource(g, t->first, t->second, in.task_source, &why);
+    if (!src) {
+      last_why = why;
+      k = t->first + 1;
+      continue;
+    }
+    return option(t->first, *src, t->second.kind, 0);
+  }
+  // A group norm and one elementwise op after it: a tail once folded.
+  if (auto f = FoldGroupNormsIntoTail(g, in, std::nullopt);
+      f && LibraryRefused(g, in, f->from).empty()) {
+    std::string why;
+    std::size_t first = f->from;  // in g: the node after the last group norm
+    if (auto src = HybridSource(f->graph, f->from, f->kernel, in.task_source, &why))
+      return option(first, *src, f->kernel.kind, f->folded);
   }
   if (notes && !last_why.empty())
     notes->push_back("no library call with a fused tail: " + last_why);
@@ -298,11 +355,31 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
     notes->push_back("no library replay: " + why);
     return std::nullopt;
   }
+  // Group norms only the elementwise tail reads: their statistics run
+  // before it, their scale and shift inside it (PyTorch's group norm reads
+  // its input twice and writes its output, which the tail reads again). A
+  // group norm with one op after it is a tail only once folded.
+  int folded_norms = 0;
+  std::optional<FoldedTail> folded;
+  if (!tail || tail->second.kind == "elementwise")
+    folded = FoldGroupNormsIntoTail(g, in, tail ? std::optional(tail->first) : std::nullopt);
+  if (folded && (!bn_fused_last || folded->from > *bn_fused_last)) {
+    std::string why_folded;
+    if (auto s = ReplaySource(folded->graph, &folded->kernel, folded->from, in.task_source, ro,
+                              &why_folded)) {
+      src = std::move(s);
+      folded_norms = folded->folded;
+      // Indices before the tail are the same in both graphs.
+      tail = std::make_pair(folded->from, folded->kernel);
+    }
+  }
+  if (!folded_norms) folded.reset();
+  const OpGraph& tg = folded ? folded->graph : g;
   // The biases of the convolutions only the elementwise tail reads go into
   // the tail (PyTorch adds each in a pass of its own over the output).
   int moved_biases = 0;
   if (tail && ro.channels_last && tail->second.kind == "elementwise")
-    if (auto m = ConvBiasesIntoTail(g, tail->first)) {
+    if (auto m = ConvBiasesIntoTail(tg, tail->first)) {
       FusionResult f = FuseTail(m->graph, m->tail_from);
       std::string why_moved;
       std::optional<std::string> moved;
@@ -316,7 +393,8 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
   int convs = 0;
   for (const GraphNode& n : g.nodes) convs += n.base.find("conv") != std::string::npos ? 1 : 0;
   const bool pool_first = src->find("\nPOOL_FIRST = 1") != std::string::npos;
-  const auto tail_ops = tail ? OpNames(g, tail->first, g.nodes.size()) : std::vector<std::string>{};
+  auto tail_ops = tail ? OpNames(g, tail->first, g.nodes.size()) : std::vector<std::string>{};
+  if (folded_norms) tail_ops.insert(tail_ops.begin(), "native_group_norm");
   std::vector<std::string> what, why_pays;
   if (ro.channels_last) {
     what.push_back("convolutions channels-last");
@@ -400,9 +478,13 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
     // as they are and writes NCHW (Replay::Tail).
     const FusedKernel& k = tail->second;
     const bool nhwc = ro.channels_last && k.kind == "elementwise" && k.shape_input >= 0 &&
-                      g.Value(k.inputs[static_cast<std::size_t>(k.shape_input)]).shape.size() == 4;
+                      tg.Value(k.inputs[static_cast<std::size_t>(k.shape_input)]).shape.size() == 4;
     why_pays.push_back(fmt::format(
-        "{} run as one {} kernel{}{}", fmt::join(tail_ops, " -> "), k.kind,
+        "{} run as one {} kernel{}{}{}", fmt::join(tail_ops, " -> "), k.kind,
+        folded_norms ? fmt::format(" that applies {} group norm(s) as a per-channel scale and "
+                                   "shift (their statistics in one read before it)",
+                                   folded_norms)
+                     : std::string(),
         moved_biases ? fmt::format(" that also adds {} convolution bias(es) (no pass of their own)",
                                    moved_biases)
                      : std::string(),
@@ -423,7 +505,8 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
               {"convolutions", convs},
               {"reuse_weights", ro.reuse_weights},
               {"tail_ops", tail_ops},
-              {"tail_conv_biases", moved_biases}};
+              {"tail_conv_biases", moved_biases},
+              {"tail_group_norms", folded_norms}};
   if (tail) {
     o.detail["tail_from_node"] = tail->first;
     o.detail["fused_kind"] = tail->second.kind;
