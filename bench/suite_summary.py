@@ -7,9 +7,9 @@ memory-bound tasks.
 
     python3 bench/suite_summary.py SUITE_JSON [TASKS_DIR]
 
-Memory-bound is judged by op class from the task's name (elementwise, norms,
-reductions, scans, pooling, losses, matvec); the JSON carries no roofline
-class.
+Memory-bound is the floor's bound (`floor_bound`, from the roofline of the
+captured graph); results without it are judged by op class from the task's
+name (elementwise, norms, reductions, scans, pooling, losses, matvec).
 """
 import json
 import math
@@ -48,7 +48,11 @@ for t in j["tasks"]:
         vs_eager, time_ms = 1.0, eager
     vs_comp = comp / time_ms if comp and time_ms else None
     floor = t.get("floor_ms")
-    frac = floor / time_ms if floor and time_ms and MEMORY.search(name) else None
+    # The floor's own bound where the run gives it (from the roofline of
+    # the captured graph), else a guess from the task's name.
+    bound = t.get("floor_bound")
+    memory = bound == "memory" if bound else bool(MEMORY.search(name))
+    frac = floor / time_ms if floor and time_ms and memory else None
     winner = fin[0]["name"] if fin and not t.get("reference_kept") else "reference"
     groups.setdefault(group, []).append((name, vs_eager, vs_comp, frac, searched, time_ms, winner))
 

@@ -298,6 +298,7 @@ Json ResultJson(const LoopResult& r) {
       if (t.bundle->eager_ms) j["eager_ms"] = t.bundle->eager_ms->median;
       if (t.bundle->compile_ms) j["compile_ms"] = t.bundle->compile_ms->median;
       j["floor_ms"] = t.bundle->floor_ms;
+      j["floor_bound"] = t.bundle->floor_bound;
     }
     tasks.push_back(j);
   }
