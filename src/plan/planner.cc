@@ -791,13 +791,18 @@ std::vector<PlanOption> MatchTemplates(const OpGraph& g,
     return true;
   };
 
-  // Scans along the last dim: cumsum, flip-cumsum-flip, and the exclusive
-  // form (cumsum, drop the last, pad one zero in front).
-  if (const KernelTemplate* t = FindTemplate(templates, "scan")) {
+  // Scans: cumsum or cumprod, flip-scan-flip, and the exclusive form of a
+  // cumsum along the last dim (cumsum, drop the last, pad one zero in
+  // front). Along the last dim the row template (cumsum only); along any
+  // other the column template (each column a scan with stride inner).
+  const KernelTemplate* last_t = FindTemplateById(templates, "scan/scan_lastdim");
+  const KernelTemplate* strided_t = FindTemplateById(templates, "scan/scan_strided");
+  if (last_t || strided_t) {
     const GraphNode* scan = nullptr;
     long long reverse = 0, exclusive = 0;
-    if (bases == std::vector<std::string>{"cumsum"}) scan = sig[0];
-    if (bases == std::vector<std::string>{"flip", "cumsum", "flip"}) {
+    auto scan_op = [](const std::string& b) { return b == "cumsum" || b == "cumprod"; };
+    if (bases.size() == 1 && scan_op(bases[0])) scan = sig[0];
+    if (bases.size() == 3 && bases[0] == "flip" && scan_op(bases[1]) && bases[2] == "flip") {
       const Json* d0 = OpGraph::Arg(*sig[0], 1, "dims");
       const Json* d2 = OpGraph::Arg(*sig[2], 1, "dims");
       auto c = IntArg(*sig[1], 1, "dim");
@@ -814,16 +819,37 @@ std::vector<PlanOption> MatchTemplates(const OpGraph& g,
         exclusive = 1;
       }
     }
-    if (scan && all_float(*scan)) {
+    // A dtype argument (the scan in another type) is not the templates'.
+    const Json* dtype = scan ? OpGraph::Arg(*scan, 2, "dtype") : nullptr;
+    if (scan && all_float(*scan) && (!dtype || dtype->is_null()) &&
+        g.Value(scan->out[0]).dtype == "float32") {
       const long long rank = rank_of(scan->in[0]);
       auto dim = IntArg(*scan, 1, "dim");
+      if (dim && *dim < 0) *dim += rank;
       const int src = AbiOf(g, reverse ? sig[0]->in[0] : scan->in[0]);
-      if (dim && (*dim == rank - 1 || *dim == -1) && src == 0)
-        out.push_back(
-            Instantiate(*t, {{"KOPT_REVERSE", reverse}, {"KOPT_EXCLUSIVE", exclusive}}, task_stem,
-                        "a scan along the last dim: block-wide scans with a running carry"));
-      else if (notes)
-        notes->push_back("the scan template takes the last dim only");
+      const bool prod = scan->base == "cumprod";
+      if (!dim || *dim < 0 || *dim >= rank || src != 0) {
+        // not a scan of the input the templates read
+      } else if (*dim == rank - 1 && last_t && !prod) {
+        out.push_back(Instantiate(
+            *last_t, {{"KOPT_REVERSE", reverse}, {"KOPT_EXCLUSIVE", exclusive}}, task_stem,
+            "a scan along the last dim: block-wide scans with a running carry"));
+      } else if (*dim < rank - 1 && strided_t && *dim <= 3 && !exclusive) {
+        out.push_back(Instantiate(
+            *strided_t,
+            {{"KOPT_DIM", *dim},
+             {"KOPT_OP", prod ? 1 : 0},
+             {"KOPT_REVERSE", reverse},
+             {"KOPT_EXCLUSIVE", 0}},
+            task_stem,
+            fmt::format("{} along dim {} (not the last): a thread per column slot, coalesced "
+                        "across columns, chunks of rows joined by a decoupled look-back when the "
+                        "columns alone would not fill the GPU",
+                        scan->base, *dim)));
+      } else if (notes) {
+        notes->push_back(fmt::format("no scan template for {} along dim {} of a rank-{} tensor{}",
+                                     scan->base, *dim, rank, exclusive ? " (exclusive)" : ""));
+      }
     }
   }
 
