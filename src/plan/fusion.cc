@@ -1077,7 +1077,7 @@ class Builder {
     k.passes = passes + 1;
     if (row_kernel && Column()) {
       k.lines = Rows();
-      k.split = ColumnSplit();
+      k.split = ColumnSplit(passes);
     }
     k.source = !row_kernel ? EmitElementwise() : Column() ? EmitColumn(passes) : EmitRow(passes);
     std::vector<std::string> short_ops;
@@ -1606,12 +1606,27 @@ class Builder {
   /// threads in all to fill an H200's 132 SMs x 2048 (Little's law: a thread
   /// per line with few lines leaves DRAM's pipe half empty, e.g. 65536 lines
   /// of a softmax over dim 1 ran at 13% of its floor), each thread keeping at
-  /// least 8 steps of its line.
-  int ColumnSplit() const {
+  /// least 8 steps of its line. With more than one pass and a line short
+  /// enough, as many as hold the line in at most 32 register steps each
+  /// (ColumnCache).
+  int ColumnSplit(int passes) const {
     const long long lines = Rows(), len = RowLen();
     int split = 1;
     while (split < 32 && lines * split < 256 * 1024 && len / (2 * split) >= 8) split *= 2;
+    if (ColumnCacheable(passes))
+      while (split < 32 && len > 32LL * split) split *= 2;
     return split;
+  }
+
+  /// Whether the column kernel's full-size inputs can stay in registers
+  /// across its passes (one DRAM read instead of one per pass): more than
+  /// one pass, a line of at most 32 x 32 elements, at most two full inputs.
+  /// `passes`: the statistics' passes (the element outputs take one more).
+  bool ColumnCacheable(int passes) const {
+    int full = 0;
+    for (const Leaf& l : p_.leaves) full += l.full ? 1 : 0;
+    const int reads = passes + (ElemOutputNames().empty() ? 0 : 1);
+    return reads > 1 && full >= 1 && full <= 2 && RowLen() <= 32LL * 32;
   }
 
   /// The column kernel: reductions along dim RDim() of F, not the last.
@@ -1620,20 +1635,46 @@ class Builder {
   /// own neighbouring lines, so every step of the loop is one coalesced read
   /// across a warp. The SPLIT partial statistics of a line meet in shared
   /// memory in a fixed order (the result does not depend on timing). Each
-  /// pass reads the line again (from L2 when the block's lines fit).
+  /// pass reads the line again, unless the thread's steps fit CACHE_ITERS
+  /// registers per full input: then the first pass keeps them and the
+  /// later ones read registers (a softmax over dim 1 of [16, 1000, 4096]
+  /// read its 262 MB twice and ran at 46% of its floor on an H100).
   std::string EmitColumn(int passes) const {
     std::string s = Header(fmt::format("SPLIT threads per line along dim {}", RDim()));
-    s += "// kopt:knob THREADS 256 32..1024*2 threads per block\n"
-         "constexpr int THREADS = 256;\n";
+    const int split = ColumnSplit(passes);
+    const bool cacheable = ColumnCacheable(passes);
+    int ci = 0;
+    if (cacheable) {
+      ci = 1;
+      while (static_cast<long long>(ci) * split < RowLen()) ci *= 2;
+    }
+    // 16 threads per SPLIT at least (the constraint), 512 with a cache (a
+    // 1024-thread block caps registers at 64 per thread).
+    int threads = 256;
+    while (threads < 16 * split && threads < 1024) threads *= 2;
+    if (ci > 0) threads = std::max(threads, 512);
+    s += fmt::format(
+        "// kopt:knob THREADS {0} 32..1024*2 threads per block\n"
+        "constexpr int THREADS = {0};\n",
+        threads);
     s += fmt::format(
         "// kopt:knob SPLIT {0} {{1,2,4,8,16,32}} threads sharing a line (their partial "
         "statistics meet in shared memory): more threads for few lines\n"
         "constexpr int SPLIT = {0};\n",
-        ColumnSplit());
+        split);
     s += "// kopt:knob UNROLL 4 {1,2,4,8} steps along the line each loop iteration unrolls: loads "
          "in flight\n"
-         "constexpr int UNROLL = 4;\n"
-         "// kopt:constraint THREADS % 32 == 0 && THREADS <= 1024 && THREADS >= 16 * SPLIT\n\n";
+         "constexpr int UNROLL = 4;\n";
+    if (cacheable)
+      s += fmt::format(
+          "// kopt:knob CACHE_ITERS {0} {{0,4,8,16,32}} steps of its line each thread keeps in "
+          "registers across the passes (one DRAM read, when the line fits SPLIT * CACHE_ITERS); "
+          "0: every pass streams the line again\n"
+          "constexpr int CACHE_ITERS = {0};\n",
+          ci);
+    else
+      s += "constexpr int CACHE_ITERS = 0;\n";
+    s += "// kopt:constraint THREADS % 32 == 0 && THREADS <= 1024 && THREADS >= 16 * SPLIT\n\n";
     s += fmt::format("constexpr int RDIM = {};  // the reduced dim\nconstexpr int RANK = {};\n",
                      RDim(), p_.F.size());
     s += "constexpr int WARPS = THREADS / 32;\nconstexpr int ROW_WARPS = 0;\n"
@@ -1644,8 +1685,8 @@ class Builder {
       arg = arg || st.op == "argmax" || st.op == "argmin";
       online = online || st.op == "online";
     }
-    s += "__global__ void __launch_bounds__(THREADS) fused_col_kernel(Args a, int64_t lines, "
-         "int64_t cols, int64_t inner) {\n";
+    s += "template <int CI>\n__global__ void __launch_bounds__(THREADS) fused_col_kernel(Args a, "
+         "int64_t lines, int64_t cols, int64_t inner) {\n";
     s += "  __shared__ float cs[SPLIT > 1 ? THREADS : 1];\n";
     if (online) s += "  __shared__ float cs2[SPLIT > 1 ? THREADS : 1];\n";
     if (arg) s += "  __shared__ long long ci[SPLIT > 1 ? THREADS : 1];\n";
@@ -1654,22 +1695,70 @@ class Builder {
          "  const bool live = row < lines;  // no early return: the block meets at barriers\n"
          "  const int64_t o = row / inner, j = row - o * inner;\n"
          "  const int64_t base = o * cols * inner + j;\n";
+    s += "  if constexpr (CI > 0) {\n";
+    for (std::size_t l = 0; l < p_.leaves.size(); ++l)
+      if (p_.leaves[l].full) s += fmt::format("  float C{}[CI > 0 ? CI : 1];\n", l);
+    s += ColumnBody(passes, true);
+    s += "  } else {\n";
+    s += ColumnBody(passes, false);
+    s += "  }\n";
+    s += "}\n\n";
+    s += Forward(
+        "  if (F.ndim != RANK) return 2;\n"
+        "  int64_t inner = 1;\n"
+        "  for (int d = RDIM + 1; d < RANK; ++d) inner *= F.shape[d];\n"
+        "  const int64_t rlen = F.shape[RDIM];\n"
+        "  const int64_t blocks = (rows + LPB - 1) / LPB;\n"
+        "  if (blocks > 0x7fffffffLL) return 7;\n"
+        "  (void)align;\n"
+        "  // The register cache holds CACHE_ITERS steps of SPLIT elements of a line.\n"
+        "  if (CACHE_ITERS > 0 && rlen <= (int64_t)SPLIT * CACHE_ITERS)\n"
+        "    fused_col_kernel<CACHE_ITERS><<<(unsigned)blocks, THREADS, 0, st>>>(a, rows, rlen, "
+        "inner);\n"
+        "  else\n"
+        "    fused_col_kernel<0><<<(unsigned)blocks, THREADS, 0, st>>>(a, rows, rlen, inner);\n",
+        fmt::format("F.ndim == {0} && F.shape[{1}] > 0 ? n / F.shape[{1}] : 0", p_.F.size(),
+                    RDim()));
+    return s;
+  }
+
+  /// The column kernel's passes and stores; `cached`: the full inputs' steps
+  /// are loaded once into the registers C<leaf>[CI] (fully unrolled, so
+  /// they stay registers) and read from there in later passes.
+  std::string ColumnBody(int passes, bool cached) const {
+    std::string s;
+    std::set<int> in_cache;  // full leaves already loaded into registers
     // One pass: loads, element defs and `per` for this thread's steps.
     auto pass_loop = [&](const std::vector<const Def*>& defs, const std::set<int>& leaves,
                          const std::string& per) {
-      std::string b =
-          "#pragma unroll UNROLL\n  for (int64_t r = live ? ty : cols; r < cols; r += SPLIT) {\n";
+      std::string b;
+      if (cached)
+        b = "#pragma unroll\n  for (int k = 0; k < CI; ++k) {\n"
+            "    const int64_t r = ty + (int64_t)k * SPLIT;\n"
+            "    if (!live || r >= cols) continue;\n";
+      else
+        b = "#pragma unroll UNROLL\n  for (int64_t r = live ? ty : cols; r < cols; r += "
+            "SPLIT) {\n";
       b += "    const int64_t i = base + r * inner;\n    (void)i;\n";
+      std::set<int> loaded;
       for (int l : leaves) {
         const Leaf& leaf = p_.leaves[static_cast<std::size_t>(l)];
-        if (leaf.full)
+        if (leaf.full && cached && in_cache.count(l)) {
+          b += fmt::format("    const float x{0} = C{0}[k];\n", l);
+        } else if (leaf.full) {
           b += fmt::format("    const float x{0} = kopt_f(a.p{0}[i]);\n", l);
-        else if (leaf.col)
+          if (cached) {
+            b += fmt::format("    C{0}[k] = x{0};\n", l);
+            loaded.insert(l);
+          }
+        } else if (leaf.col) {
           b += fmt::format("    const float x{0} = kopt_f(__ldg(a.p{0} + i % a.cols));\n", l);
-        else
+        } else {
           b += fmt::format("    const float x{0} = kopt_f(__ldg(a.p{0} + kopt_bidx(a.b{0}, i)));\n",
                            l);
+        }
       }
+      in_cache.insert(loaded.begin(), loaded.end());
       for (const Def* d : defs)
         b += fmt::format("    const {} {} = {};\n", d->type, d->name, d->expr);
       b += per;
@@ -1766,18 +1855,6 @@ class Builder {
       if (o.kind == Kind::kRow)
         row_stores += fmt::format("    kopt_put(a.o{}, row, {});\n", o.abi, o.name);
     if (!row_stores.empty()) s += "  if (live && ty == 0) {\n" + row_stores + "  }\n";
-    s += "}\n\n";
-    s += Forward(
-        "  if (F.ndim != RANK) return 2;\n"
-        "  int64_t inner = 1;\n"
-        "  for (int d = RDIM + 1; d < RANK; ++d) inner *= F.shape[d];\n"
-        "  const int64_t rlen = F.shape[RDIM];\n"
-        "  const int64_t blocks = (rows + LPB - 1) / LPB;\n"
-        "  if (blocks > 0x7fffffffLL) return 7;\n"
-        "  (void)align;\n"
-        "  fused_col_kernel<<<(unsigned)blocks, THREADS, 0, st>>>(a, rows, rlen, inner);\n",
-        fmt::format("F.ndim == {0} && F.shape[{1}] > 0 ? n / F.shape[{1}] : 0", p_.F.size(),
-                    RDim()));
     return s;
   }
 

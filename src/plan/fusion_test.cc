@@ -108,6 +108,34 @@ TEST(Fusion, ColumnKernelsSplitLinesAcrossThreadsWhenTheLinesAreFew) {
   EXPECT_EQ(sum.split, 4);
 }
 
+// A softmax over dim 1 of [16, 1000, 4096] (two passes over each line of
+// 1000): 32 threads per line keep their 32 steps in registers, so the
+// second pass reads registers, not the 262 MB again. A one-pass sum keeps
+// no cache.
+TEST(Fusion, AMultiPassColumnKernelKeepsShortLinesInRegisters) {
+  OpGraph g = Graph("level1_04_softmax");
+  for (GraphValue& v : g.values) v.shape = {16, 1000, 4096};
+  g.nodes[0].args[1] = 1;
+  const FusionResult r = FuseGraph(g);
+  ASSERT_TRUE(r.kernel) << r.why_not;
+  const FusedKernel& k = *r.kernel;
+  EXPECT_EQ(k.kind, "column");
+  EXPECT_EQ(k.split, 32);
+  EXPECT_NE(k.source.find("constexpr int CACHE_ITERS = 32;"), std::string::npos) << k.source;
+  EXPECT_NE(k.source.find("constexpr int THREADS = 512;"), std::string::npos);
+  EXPECT_NE(k.source.find("    C0[k] = x0;\n"), std::string::npos);
+  EXPECT_NE(k.source.find("    const float x0 = C0[k];\n"), std::string::npos);
+  EXPECT_NE(k.source.find("fused_col_kernel<CACHE_ITERS><<<"), std::string::npos);
+  if (testing::HaveNvcc()) {
+    const auto b = testing::BuildForSm90a("plan-nvcc-col", {{k.source, "softmax_dim1", {}}});
+    ASSERT_EQ(b.size(), 1u);
+    EXPECT_TRUE(b[0].ok) << b[0].log;
+  }
+  const FusedKernel& sum = *AllGraphs().at("level1_10_sum_dim").kernel;
+  EXPECT_NE(sum.source.find("constexpr int CACHE_ITERS = 0;"), std::string::npos);
+  EXPECT_EQ(sum.source.find("kopt:knob CACHE_ITERS"), std::string::npos);
+}
+
 TEST(Fusion, SaysWhichOpStopsIt) {
   const auto all = AllGraphs();
   EXPECT_NE(all.at("level1_21_matmul_square").why_not.find("matrix"), std::string::npos);
