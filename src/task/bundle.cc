@@ -76,7 +76,11 @@ bool TaskBundle::Degenerate() const {
 
 double FloorMs(double min_bytes, double matrix_flops, double conv_flops, double other_flops,
                const std::string& dtype, const Ceilings& c, std::string* bound) {
-  double matrix_rate = c.fp32_flops_per_s;  // strict fp32 matmul: CUDA cores
+  // Strict fp32 matrix products: CUDA cores, or split-precision 3xTF32 on
+  // the tensor cores (fp32-level accuracy from three TF32 products per
+  // multiply-add: a third of the TF32 rate), whichever is faster; kopt's
+  // GEMM templates run the latter (kernels/gemm).
+  double matrix_rate = std::max(c.fp32_flops_per_s, c.tf32_flops_per_s / 3);
   double conv_rate =
       std::max(c.fp32_flops_per_s, c.tf32_flops_per_s);  // cuDNN allows TF32 by default
   if (dtype == "bfloat16") matrix_rate = conv_rate = std::max(matrix_rate, c.bf16_flops_per_s);

@@ -151,7 +151,9 @@ std::map<std::string, double> FlopsByPrecision(const TaskBundle& b);
 
 /// The roofline floor: the larger of min_bytes over bandwidth and FLOPs over
 /// the fastest rate the task's dtype allows (fp32 convolutions at the TF32
-/// rate, as cuDNN runs them by default). `bound` receives which one won.
+/// rate, as cuDNN runs them by default; other fp32 matrix products at the
+/// faster of the CUDA cores' rate and a third of the TF32 rate, split-
+/// precision 3xTF32). `bound` receives which one won.
 double FloorMs(double min_bytes, double matrix_flops, double conv_flops, double other_flops,
                const std::string& dtype, const Ceilings& ceilings, std::string* bound);
 

@@ -76,6 +76,11 @@ TEST(Bundle, FloorUsesTheFastestAllowedRate) {
   // fp32 convolutions run in TF32 under PyTorch's defaults.
   c.tf32_flops_per_s = 400e12;
   EXPECT_NEAR(FloorMs(1e6, 1e12, 1e12, 0, "float32", c, &bound), 1e3 / 400, 1e-9);
+  // Strict fp32 GEMMs as split-precision 3xTF32: three TF32 products each,
+  // 133 TFLOP/s here, faster than the CUDA cores' 60.
+  EXPECT_NEAR(FloorMs(1e6, 1e12, 0, 0, "float32", c, &bound), 3e3 / 400, 1e-9);
+  c.tf32_flops_per_s = 120e12;  // a third of it slower than the CUDA cores
+  EXPECT_NEAR(FloorMs(1e6, 1e12, 0, 0, "float32", c, &bound), 1e3 / 60, 1e-9);
 }
 
 TEST(Bundle, LatencyStagesCountDependentMatrixOpsAndRecurrentSteps) {
