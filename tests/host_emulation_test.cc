@@ -261,7 +261,8 @@ TEST(KOPT_SUITE, GeneratedAndTemplateKernelsPassTheVerifier) {
 }
 
 // The library replays (convolutions channels-last, fused attention,
-// activations after max pools, kopt's BatchNorm and NHWC pool kernels) of
+// activations after max pools, kopt's BatchNorm and NHWC pool kernels, group
+// norms folded into the fused tail) of
 // small networks pass the full verifier
 // (second shape, input distributions, BatchNorm's running statistics), at
 // every rewrite knob. On the CPU the fused call is PyTorch's own math.
@@ -272,6 +273,7 @@ TEST(KOPT_SUITE, LibraryReplaysPassTheVerifierAtEveryKnob) {
   int n = 0;
   bool pool_kernel = false;  // kopt's NHWC pool kernel ran in some replay
   bool nhwc_tail = false;    // a fused tail read an NHWC convolution output
+  bool gn_folded = false;    // a group norm's scale and shift ran inside the tail
   for (const auto& e :
        fs::directory_iterator(testing::SourceDir() / "tests" / "data" / "library_replay")) {
     if (e.path().extension() != ".py") continue;
@@ -280,6 +282,7 @@ TEST(KOPT_SUITE, LibraryReplaysPassTheVerifierAtEveryKnob) {
     for (const auto& [label, source] : replays) {
       pool_kernel = pool_kernel || source.find("= _kopt_pool(") != std::string::npos;
       nhwc_tail = nhwc_tail || source.find("_kopt_tail([_kopt_either(") != std::string::npos;
+      gn_folded = gn_folded || source.find(" = _kopt_gn_affine(") != std::string::npos;
       const fs::path py = out / fmt::format("{}_{}.py", e.path().stem().string(), n);
       const fs::path json = out / fmt::format("{}_{}.json", e.path().stem().string(), n++);
       WriteTextFileAtomic(py, source);
@@ -294,6 +297,7 @@ TEST(KOPT_SUITE, LibraryReplaysPassTheVerifierAtEveryKnob) {
   EXPECT_GE(n, 10);
   EXPECT_TRUE(pool_kernel);
   EXPECT_TRUE(nhwc_tail);
+  EXPECT_TRUE(gn_folded);
 }
 
 TEST(KOPT_SUITE, AKernelWithOneWrongStoreIsRejected) {
