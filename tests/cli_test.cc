@@ -27,11 +27,17 @@ KoptRun Kopt(std::vector<std::string> args, const std::map<std::string, std::str
   return KoptRun{RunProcess(args, o)};
 }
 
-std::string PyData(const std::string& f) { return (testing::SourceDir() / "python/tests/data" / f).string(); }
+std::string PyData(const std::string& f) {
+  return (testing::SourceDir() / "python/tests/data" / f).string();
+}
 
-std::string Reasons(const Json& record) { return record["outcome"].value("reasons", Json::array()).dump(); }
+std::string Reasons(const Json& record) {
+  return record["outcome"].value("reasons", Json::array()).dump();
+}
 
-std::string Data(const std::string& rel) { return (testing::SourceDir() / "tests/data/cli" / rel).string(); }
+std::string Data(const std::string& rel) {
+  return (testing::SourceDir() / "tests/data/cli" / rel).string();
+}
 
 TEST(Cli, HelpListsSubcommands) {
   KoptRun r = Kopt({"--help"});
@@ -51,9 +57,11 @@ TEST(Cli, BuildPrintsTheSharedObjectAndItsResources) {
                       "__global__ void scale2(const float* x, float* y, long long n) {\n"
                       "  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
                       "  if (i < n) y[i] = 2.0f * x[i];\n}\n"
-                      "extern \"C\" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, int n_out,\n"
+                      "extern \"C\" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* "
+                      "out, int n_out,\n"
                       "                            kopt_stream s) { return 0; }\n");
-  std::vector<std::string> args = {"build", (dir / "scale.cu").string(), "--cache", cache.string(), "--arch", "sm_90"};
+  std::vector<std::string> args = {
+      "build", (dir / "scale.cu").string(), "--cache", cache.string(), "--arch", "sm_90"};
   KoptRun r = Kopt(args);
   ASSERT_EQ(r.r.exit_code, 0) << r.all();
   std::string so = r.r.out.substr(0, r.r.out.find('\n'));
@@ -72,7 +80,8 @@ TEST(Cli, BuildPrintsTheSharedObjectAndItsResources) {
   EXPECT_EQ(j["so_path"], so);
 
   WriteTextFileAtomic(dir / "broken.cu", "extern \"C\" int kopt_forward(this is not C++);\n");
-  KoptRun bad = Kopt({"build", (dir / "broken.cu").string(), "--cache", cache.string(), "--arch", "sm_90", "--json"});
+  KoptRun bad = Kopt({"build", (dir / "broken.cu").string(), "--cache", cache.string(), "--arch",
+                      "sm_90", "--json"});
   EXPECT_EQ(bad.r.exit_code, 1) << bad.all();
   Json b = Json::parse(bad.r.out);
   EXPECT_FALSE(b["ok"].get<bool>());
@@ -88,18 +97,28 @@ TEST(Cli, BuildPrintsTheSharedObjectAndItsResources) {
 TEST(Cli, ProfileReplaysASavedProfile) {
   fs::path dir = testing::ScratchDir("profile-replay");
   fs::path src = testing::SourceDir();
-  fs::copy_file(src / "tests/data/ncu/h200_raw_page.csv", dir / "ncu_tier1.csv", fs::copy_options::overwrite_existing);
-  fs::copy_file(src / "tests/data/sass/kernels_sm90.sass", dir / "sass.txt", fs::copy_options::overwrite_existing);
-  Json device = {{"name", "NVIDIA H200"}, {"cc", {9, 0}}, {"sm_count", 132}, {"torch", "2.11.0+cu130"}};
-  Json ceilings = {{"bandwidth_bytes_per_s", 4.67e12}, {"fp32_flops_per_s", 6.69e13}, {"tf32_flops_per_s", 4.9e14},
-                   {"bf16_flops_per_s", 1.07e15}, {"fp16_flops_per_s", 1.07e15}};
-  WriteJsonFileAtomic(dir / "profile.json",
-                      Json{{"task", "fixtures"}, {"candidate", "profile_fixtures.cu"}, {"kind", "cuda"},
-                           {"context", {{"device", device}, {"ceilings", ceilings}, {"time_ms", 4.2}}},
-                           {"tier_seconds", {{"ncu tier 1", 1.0}}}});
+  fs::copy_file(src / "tests/data/ncu/h200_raw_page.csv", dir / "ncu_tier1.csv",
+                fs::copy_options::overwrite_existing);
+  fs::copy_file(src / "tests/data/sass/kernels_sm90.sass", dir / "sass.txt",
+                fs::copy_options::overwrite_existing);
+  Json device = {
+      {"name", "NVIDIA H200"}, {"cc", {9, 0}}, {"sm_count", 132}, {"torch", "2.11.0+cu130"}};
+  Json ceilings = {{"bandwidth_bytes_per_s", 4.67e12},
+                   {"fp32_flops_per_s", 6.69e13},
+                   {"tf32_flops_per_s", 4.9e14},
+                   {"bf16_flops_per_s", 1.07e15},
+                   {"fp16_flops_per_s", 1.07e15}};
+  WriteJsonFileAtomic(
+      dir / "profile.json",
+      Json{{"task", "fixtures"},
+           {"candidate", "profile_fixtures.cu"},
+           {"kind", "cuda"},
+           {"context", {{"device", device}, {"ceilings", ceilings}, {"time_ms", 4.2}}},
+           {"tier_seconds", {{"ncu tier 1", 1.0}}}});
   fs::path out = dir / "out.json";
   fs::path html = dir / "out.html";
-  KoptRun r = Kopt({"profile", "--replay", dir.string(), "--json", out.string(), "--html", html.string()});
+  KoptRun r =
+      Kopt({"profile", "--replay", dir.string(), "--json", out.string(), "--html", html.string()});
   ASSERT_EQ(r.r.exit_code, 0) << r.all();
   EXPECT_NE(ReadTextFile(html).find("bank_conflicts"), std::string::npos);
   EXPECT_NE(r.r.out.find("diagnoses, most valuable first"), std::string::npos) << r.r.out;
@@ -120,16 +139,19 @@ TEST(Cli, ProfileReplaysASavedProfile) {
 }
 
 TEST(Cli, BadInputIsOneSentenceNotACrash) {
-  KoptRun missing = Kopt({"eval", "/nonexistent/task.py", Data("solutions/linear_relu.py"), "--device", "cpu"});
+  KoptRun missing =
+      Kopt({"eval", "/nonexistent/task.py", Data("solutions/linear_relu.py"), "--device", "cpu"});
   EXPECT_EQ(missing.r.exit_code, 2);
   EXPECT_NE(missing.r.err.find("does not exist"), std::string::npos);
   EXPECT_EQ(std::count(missing.r.err.begin(), missing.r.err.end(), '\n'), 1) << missing.r.err;
 
-  KoptRun not_task = Kopt({"eval", Data("solutions/linear_relu.py"), Data("solutions/linear_relu.py"), "--device", "cpu"});
+  KoptRun not_task = Kopt({"eval", Data("solutions/linear_relu.py"),
+                           Data("solutions/linear_relu.py"), "--device", "cpu"});
   EXPECT_EQ(not_task.r.exit_code, 2);
   EXPECT_NE(not_task.r.err.find("is not a KernelBench task"), std::string::npos);
 
-  KoptRun not_candidate = Kopt({"eval", Data("linear_relu.py"), Data("linear_relu.py"), "--device", "cpu"});
+  KoptRun not_candidate =
+      Kopt({"eval", Data("linear_relu.py"), Data("linear_relu.py"), "--device", "cpu"});
   EXPECT_EQ(not_candidate.r.exit_code, 2);
   EXPECT_NE(not_candidate.r.err.find("ModelNew"), std::string::npos);
 }
@@ -137,16 +159,18 @@ TEST(Cli, BadInputIsOneSentenceNotACrash) {
 TEST(Cli, EvalOnCpuGivesEachCandidateItsVerdict) {
   auto dir = testing::ScratchDir("cli-eval");
   auto json = (dir / "eval.json").string();
-  KoptRun r = Kopt({"eval", Data("linear_relu.py"), Data("solutions/linear_relu.py"), Data("solutions/linear_relu_half.py"),
-                Data("solutions/linear_relu_mutates.py"), Data("solutions/linear_relu_bad_syntax.cu"), "--device",
-                "cpu", "--max-seconds", "0.2", "--json", json, "--html", (dir / "eval.html").string()});
+  KoptRun r = Kopt({"eval", Data("linear_relu.py"), Data("solutions/linear_relu.py"),
+                    Data("solutions/linear_relu_half.py"), Data("solutions/linear_relu_mutates.py"),
+                    Data("solutions/linear_relu_bad_syntax.cu"), "--device", "cpu", "--max-seconds",
+                    "0.2", "--json", json, "--html", (dir / "eval.html").string()});
   ASSERT_FALSE(r.r.timed_out) << r.all();
   EXPECT_EQ(r.r.exit_code, 1) << r.all();  // some candidates fail
   Json j = ReadJsonFile(json);
   ASSERT_EQ(j["records"].size(), 4u) << r.all();
   EXPECT_EQ(j["records"][0]["outcome"]["verdict"], "measured") << j["records"][0].dump(2);
   EXPECT_EQ(j["records"][1]["outcome"]["verdict"], "incorrect");
-  EXPECT_NE(j["records"][1]["outcome"]["reasons"][0].get<std::string>().find("float64 truth"), std::string::npos);
+  EXPECT_NE(j["records"][1]["outcome"]["reasons"][0].get<std::string>().find("float64 truth"),
+            std::string::npos);
   EXPECT_EQ(j["records"][2]["outcome"]["verdict"], "incorrect");
   EXPECT_NE(j["records"][2]["outcome"]["reasons"][0].get<std::string>().find("modified its inputs"),
             std::string::npos);
@@ -170,7 +194,8 @@ TEST(Cli, ReportRendersSavedResults) {
   EXPECT_NE(ReadTextFile(dir / "bench.html").find("<svg"), std::string::npos);
 
   WriteJsonFileAtomic(dir / "other.json", Json{{"hello", 1}});
-  KoptRun bad = Kopt({"report", (dir / "other.json").string(), "-o", (dir / "other.html").string()});
+  KoptRun bad =
+      Kopt({"report", (dir / "other.json").string(), "-o", (dir / "other.html").string()});
   EXPECT_EQ(bad.r.exit_code, 2);
   EXPECT_NE(bad.r.err.find("is not a kopt result"), std::string::npos) << bad.all();
   EXPECT_EQ(std::count(bad.r.err.begin(), bad.r.err.end(), '\n'), 1) << bad.r.err;
@@ -180,11 +205,13 @@ TEST(Cli, ReportRendersSavedResults) {
 TEST(Cli, EvalOnCpuRejectsIntegrityCheats) {
   // The CPU-runnable cheats of tests/adversarial, on a small task: each is
   // rejected with its own reason, end to end (worker facts + C++ verdict).
-  auto py = [](const std::string& f) { return (testing::SourceDir() / "python/tests/data" / f).string(); };
+  auto py = [](const std::string& f) {
+    return (testing::SourceDir() / "python/tests/data" / f).string();
+  };
   auto json = (testing::ScratchDir("cli-adv") / "eval.json").string();
   KoptRun r = Kopt({"eval", py("linear_relu.py"), py("adv_patch_sync.py"), py("adv_patch_clock.py"),
-                    py("adv_lazy_subclass.py"), py("adv_flaky.py"), "--device", "cpu", "--max-seconds", "0.2",
-                    "--json", json});
+                    py("adv_lazy_subclass.py"), py("adv_flaky.py"), "--device", "cpu",
+                    "--max-seconds", "0.2", "--json", json});
   ASSERT_FALSE(r.r.timed_out) << r.all();
   Json j = ReadJsonFile(json);
   ASSERT_EQ(j["records"].size(), 4u) << r.all();
@@ -194,7 +221,8 @@ TEST(Cli, EvalOnCpuRejectsIntegrityCheats) {
   for (size_t i = 0; i < 4; ++i) {
     const Json& o = j["records"][i]["outcome"];
     EXPECT_EQ(o["verdict"], "incorrect") << o.dump(2);
-    EXPECT_NE(o.value("reasons", Json::array()).dump().find(expect[i]), std::string::npos) << o.dump(2);
+    EXPECT_NE(o.value("reasons", Json::array()).dump().find(expect[i]), std::string::npos)
+        << o.dump(2);
   }
 }
 
@@ -204,23 +232,28 @@ TEST(Cli, EvalEnforcesTheContractFromTheCommandLine) {
   // one hard-coding the row count fail, each for its own reason; a ReLU that
   // calls no torch operator (numpy stands in for a kernel) passes both.
   auto json = (testing::ScratchDir("cli-contract") / "eval.json").string();
-  KoptRun r = Kopt({"eval", PyData("relu_sized.py"), PyData("relu_finds_model.py"), PyData("relu_hardcoded.py"),
-                    PyData("relu_numpy.py"), "--forbid-torch-ops", "--second-shape", "batch_size=17", "--device",
-                    "cpu", "--max-seconds", "0.2", "--json", json});
+  KoptRun r = Kopt({"eval", PyData("relu_sized.py"), PyData("relu_finds_model.py"),
+                    PyData("relu_hardcoded.py"), PyData("relu_numpy.py"), "--forbid-torch-ops",
+                    "--second-shape", "batch_size=17", "--device", "cpu", "--max-seconds", "0.2",
+                    "--json", json});
   ASSERT_FALSE(r.r.timed_out) << r.all();
-  EXPECT_NE(r.r.out.find("contract   precision strict (fp32); torch operators forbidden"), std::string::npos)
+  EXPECT_NE(r.r.out.find("contract   precision strict (fp32); torch operators forbidden"),
+            std::string::npos)
       << r.r.out;
-  EXPECT_NE(r.r.out.find("second shape batch_size=17 (from command line)"), std::string::npos) << r.r.out;
+  EXPECT_NE(r.r.out.find("second shape batch_size=17 (from command line)"), std::string::npos)
+      << r.r.out;
   Json j = ReadJsonFile(json);
   ASSERT_EQ(j["records"].size(), 3u) << r.all();
   const Json& model = j["records"][0];
   EXPECT_EQ(model["outcome"]["verdict"], "incorrect");
-  EXPECT_NE(Reasons(model).find("the contract forbids torch operators"), std::string::npos) << Reasons(model);
+  EXPECT_NE(Reasons(model).find("the contract forbids torch operators"), std::string::npos)
+      << Reasons(model);
   EXPECT_NE(Reasons(model).find("aten::relu"), std::string::npos) << Reasons(model);
   const Json& hard = j["records"][1];
   EXPECT_NE(Reasons(hard).find("on the contract's second shape (batch_size=17)"), std::string::npos)
       << Reasons(hard);
-  EXPECT_NE(Reasons(hard).find("static check: the source calls torch.relu"), std::string::npos) << Reasons(hard);
+  EXPECT_NE(Reasons(hard).find("static check: the source calls torch.relu"), std::string::npos)
+      << Reasons(hard);
   const Json& honest = j["records"][2];
   EXPECT_EQ(honest["outcome"]["verdict"], "measured") << honest.dump(2);
   EXPECT_EQ(honest["contract"]["torch_ops"], false);
@@ -233,16 +266,16 @@ TEST(Cli, ContractFileBesideTheTaskAndItsOverride) {
                              std::filesystem::copy_options::overwrite_existing);
   WriteTextFileAtomic(dir / "relu_sized.contract.json", R"({"torch_ops": false})");
   auto json = (dir / "eval.json").string();
-  KoptRun r = Kopt({"eval", (dir / "relu_sized.py").string(), PyData("relu_finds_model.py"), "--device", "cpu",
-                    "--max-seconds", "0.2", "--json", json});
+  KoptRun r = Kopt({"eval", (dir / "relu_sized.py").string(), PyData("relu_finds_model.py"),
+                    "--device", "cpu", "--max-seconds", "0.2", "--json", json});
   EXPECT_NE(r.r.out.find("relu_sized.contract.json"), std::string::npos) << r.all();
   EXPECT_EQ(ReadJsonFile(json)["records"][0]["outcome"]["verdict"], "incorrect") << r.all();
-  r = Kopt({"eval", (dir / "relu_sized.py").string(), PyData("relu_finds_model.py"), "--allow-torch-ops", "--device",
-            "cpu", "--max-seconds", "0.2", "--json", json});
+  r = Kopt({"eval", (dir / "relu_sized.py").string(), PyData("relu_finds_model.py"),
+            "--allow-torch-ops", "--device", "cpu", "--max-seconds", "0.2", "--json", json});
   EXPECT_EQ(ReadJsonFile(json)["records"][0]["outcome"]["verdict"], "measured") << r.all();
 
-  KoptRun bad = Kopt({"eval", PyData("relu_sized.py"), PyData("relu_numpy.py"), "--second-shape", "batch_size",
-                      "--device", "cpu"});
+  KoptRun bad = Kopt({"eval", PyData("relu_sized.py"), PyData("relu_numpy.py"), "--second-shape",
+                      "batch_size", "--device", "cpu"});
   EXPECT_EQ(bad.r.exit_code, 2) << bad.all();
   EXPECT_NE(bad.r.err.find("give NAME=INTEGER"), std::string::npos) << bad.all();
 }
@@ -257,8 +290,8 @@ TEST(Cli, SandboxedEvalRejectsNetworkAndOutsideWrites) {
                       Json{{"connect", {"tcp:1.1.1.1:80"}}, {"write", {target.string()}}}.dump());
   auto json = (dir / "eval.json").string();
   KoptRun r = Kopt({"eval", PyData("linear_relu.py"), PyData("linear_relu_net_escape.py"),
-                    PyData("linear_relu_write_escape.py"), "--sandbox", "--device", "cpu", "--max-seconds", "0.2",
-                    "--json", json},
+                    PyData("linear_relu_write_escape.py"), "--sandbox", "--device", "cpu",
+                    "--max-seconds", "0.2", "--json", json},
                    {{"KOPT_ESCAPE_CONFIG", (dir / "escape.json").string()}});
   ASSERT_FALSE(r.r.timed_out) << r.all();
   if (r.r.err.find("weaker sandbox") != std::string::npos)
@@ -268,10 +301,12 @@ TEST(Cli, SandboxedEvalRejectsNetworkAndOutsideWrites) {
   const Json& net = j["records"][0]["outcome"];
   EXPECT_EQ(net["verdict"], "crashed") << net.dump(2);
   EXPECT_EQ(net["kind"], "sandbox_violation") << net.dump(2);
-  EXPECT_NE(net["summary"].get<std::string>().find("the sandbox has no network"), std::string::npos) << net.dump(2);
+  EXPECT_NE(net["summary"].get<std::string>().find("the sandbox has no network"), std::string::npos)
+      << net.dump(2);
   const Json& write = j["records"][1]["outcome"];
   EXPECT_EQ(write["kind"], "sandbox_violation") << write.dump(2);
-  EXPECT_NE(write["summary"].get<std::string>().find("outside its scratch directory"), std::string::npos)
+  EXPECT_NE(write["summary"].get<std::string>().find("outside its scratch directory"),
+            std::string::npos)
       << write.dump(2);
   EXPECT_FALSE(std::filesystem::exists(target));
 }
@@ -290,6 +325,42 @@ TEST(Cli, CaptureOnCpu) {
   EXPECT_EQ(r.r.exit_code, 0) << r.all();
   EXPECT_NE(r.r.out.find("lin.weight"), std::string::npos) << r.r.out;
   EXPECT_NE(r.r.out.find("[32, 64]"), std::string::npos);
+}
+
+// A hybrid's embedded CUDA (a module-level raw literal handed to
+// kopt.load_cuda unchanged) is compiled ahead by the loop, into the cache
+// the worker's `kopt build` reads: here the candidate never calls
+// load_cuda, so only the prebuild can have put the build there.
+TEST(Cli, EvalBuildsAHybridsEmbeddedCudaAhead) {
+  if (!testing::HaveNvcc()) GTEST_SKIP() << "needs nvcc";
+  fs::path dir = testing::ScratchDir("cli-embedded");
+  fs::path cache = dir / "cache";
+  const std::string cuda = ReadTextFile(PyData("linear_relu.cu"));
+  WriteTextFileAtomic(
+      dir / "hybrid.py",
+      "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nimport kopt\n\n"
+      "CUDA_SOURCE = r\"\"\"" +
+          cuda +
+          "\"\"\"\n\n\n"
+          "def _unused():\n    return kopt.load_cuda(CUDA_SOURCE, name=\"linear_relu_ahead\")\n\n\n"
+          "class ModelNew(nn.Module):\n"
+          "    def __init__(self, in_features, out_features):\n"
+          "        super().__init__()\n"
+          "        self.linear = nn.Linear(in_features, out_features)\n\n"
+          "    def forward(self, x):\n"
+          "        return F.linear(x, self.linear.weight, self.linear.bias).clamp_min(0.0)\n");
+  KoptRun r = Kopt({"eval", PyData("linear_relu.py"), (dir / "hybrid.py").string(), "--device",
+                    "cpu", "--arch", "host", "--max-seconds", "0.2"},
+                   {{"KOPT_CACHE", cache.string()}});
+  ASSERT_EQ(r.r.exit_code, 0) << r.all();
+  // What load_cuda would run inside the worker: `kopt build` with the
+  // worker's cache ($KOPT_CACHE/so) and arch.
+  WriteTextFileAtomic(dir / "linear_relu_ahead.cu", cuda);
+  KoptRun b = Kopt({"build", (dir / "linear_relu_ahead.cu").string(), "--json"},
+                   {{"KOPT_CACHE", (cache / "so").string()}, {"KOPT_ARCH", "host"}});
+  ASSERT_EQ(b.r.exit_code, 0) << b.all();
+  Json built = Json::parse(b.r.out.substr(b.r.out.rfind('{')));
+  EXPECT_TRUE(built.value("cache_hit", false)) << b.r.out;
 }
 
 }  // namespace

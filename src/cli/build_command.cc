@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/gpu.h"
 #include "core/json.h"
+#include "core/paths.h"
 #include "run/evaluator.h"
 #include "run/worker_channel.h"
 
@@ -47,7 +48,7 @@ int RunBuild(const BuildArgs& a) {
   std::filesystem::path cache =
       a.cache_dir.empty() ? DefaultCacheDir() : std::filesystem::path(a.cache_dir);
   BuilderOptions bo;
-  bo.cache_dir = cache / "builds";
+  bo.cache_dir = BuildCacheDir(cache);
   bo.include_dir = FindRepoRoot() / "include";
   bo.arch = ArchFor(a);
   bo.jobs = 1;

@@ -11,6 +11,7 @@
 #include "build/abi_exports.h"
 #include "core/error.h"
 #include "core/gpu.h"
+#include "core/paths.h"
 #include "core/subprocess.h"
 
 namespace kopt {
@@ -176,12 +177,16 @@ Context MakeContext(const CommonOptions& o) {
     c.arch = o.device == "cpu" ? kHostArch : NativeArch(cc);
   }
   BuilderOptions bo;
-  bo.cache_dir = c.cache_dir / "builds";
+  bo.cache_dir = BuildCacheDir(c.cache_dir);
   bo.include_dir = c.repo_root / "include";
   bo.arch = c.arch;
   // A build that does not export kopt_forward with C linkage is a failed
   // build, with the reason, not a crash when the worker loads it.
   c.builder = WithAbiExportCheck(MakeNvccBuilder(bo));
+  // The same recipe into the worker's cache, where kopt.load_cuda looks.
+  BuilderOptions worker_bo = bo;
+  worker_bo.cache_dir = BuildCacheDir(WorkerCacheDir(c.cache_dir));
+  c.worker_builder = MakeNvccBuilder(worker_bo);
   WorkerOptions wo;
   wo.repo_root = c.repo_root;
   wo.device = o.device;
@@ -205,9 +210,9 @@ Context MakeContext(const CommonOptions& o) {
     clean.on_warning = nullptr;
     c.clean_worker = MakeProcessWorker(clean);
   }
-  c.evaluator =
-      std::make_unique<Evaluator>(c.builder.get(), c.worker.get(),
-                                  EvaluatorConfig{c.cache_dir, o.refresh}, c.clean_worker.get());
+  c.evaluator = std::make_unique<Evaluator>(
+      c.builder.get(), c.worker.get(),
+      EvaluatorConfig{c.cache_dir, o.refresh, c.worker_builder.get()}, c.clean_worker.get());
   c.evaluator->on_progress = PrintProgress;
   return c;
 }

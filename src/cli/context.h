@@ -46,6 +46,7 @@ struct Context {
   std::filesystem::path cache_dir;
   std::string arch;
   std::unique_ptr<Builder> builder;
+  std::unique_ptr<Builder> worker_builder;  ///< the same recipe, into the worker's load_cuda cache
   std::unique_ptr<WorkerChannel> worker;  ///< runs candidates (sandboxed unless --no-sandbox)
   std::unique_ptr<WorkerChannel>
       clean_worker;  ///< never loads a candidate: capture, baselines, reference facts

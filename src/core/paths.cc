@@ -32,4 +32,8 @@ fs::path DefaultMemoryPath(const fs::path& cache_dir) {
   return (cache_dir.empty() ? DefaultCacheDir() : cache_dir) / "memory.db";
 }
 
+fs::path BuildCacheDir(const fs::path& cache_dir) { return cache_dir / "builds"; }
+
+fs::path WorkerCacheDir(const fs::path& cache_dir) { return cache_dir / "so"; }
+
 }  // namespace kopt

@@ -18,4 +18,11 @@ std::filesystem::path DefaultRunStorePath(const std::filesystem::path& cache_dir
 /// `memory.db` in `cache_dir` (empty: DefaultCacheDir()).
 std::filesystem::path DefaultMemoryPath(const std::filesystem::path& cache_dir = {});
 
+/// Where the nvcc builder keeps its content-hashed builds under a cache.
+std::filesystem::path BuildCacheDir(const std::filesystem::path& cache_dir);
+
+/// The cache a candidate worker is given as its `$KOPT_CACHE` (writable in
+/// its sandbox): `kopt.load_cuda`'s builds land in its `builds/` folder.
+std::filesystem::path WorkerCacheDir(const std::filesystem::path& cache_dir);
+
 }  // namespace kopt

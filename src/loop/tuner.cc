@@ -553,8 +553,8 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
   // search and callbacks hear about it.
   int best = -1;
   auto start_build = [&](TaskState::Node& n) {
-    if (n.proposal.candidate.kind != CandidateKind::kCuda || n.proposal.candidate.source.empty())
-      return;
+    // The Runner builds a cuda candidate, and a hybrid's embedded CUDA.
+    if (n.proposal.candidate.source.empty()) return;
     Runner* r = runner_;
     Candidate c = n.proposal.candidate;
     n.build = std::async(std::launch::async, [r, c] { r->Prebuild({c}); }).share();

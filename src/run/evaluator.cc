@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "build/embedded_sources.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "run/capture.h"
@@ -186,9 +187,16 @@ void Evaluator::Prewarm() {
 }
 
 void Evaluator::Prebuild(const std::vector<Candidate>& candidates) {
-  std::vector<BuildRequest> requests;
-  for (const auto& c : candidates)
+  std::vector<BuildRequest> requests, embedded;
+  for (const auto& c : candidates) {
     if (c.kind == CandidateKind::kCuda) requests.push_back({c.source, c.name, {}});
+    if (c.kind == CandidateKind::kHybrid && config_.worker_builder)
+      for (EmbeddedSource& e : EmbeddedCudaSources(c.source))
+        embedded.push_back({std::move(e.source), e.name.empty() ? c.name : e.name, {}});
+  }
+  // What load_cuda builds is cached by content in the worker's cache; the
+  // worker reports its own build failures, so these results are not kept.
+  if (!embedded.empty()) config_.worker_builder->BuildAll(embedded);
   if (requests.empty()) return;
   std::vector<BuildResult> results = builder_->BuildAll(requests);
   std::lock_guard<std::mutex> lock(prebuilt_mu_);

@@ -29,6 +29,10 @@ namespace kopt {
 struct EvaluatorConfig {
   std::filesystem::path cache_dir;  ///< ceilings and bundles live here (store/file_cache.h)
   bool refresh = false;             ///< ignore cached ceilings and bundles
+  /// Builds into the cache kopt.load_cuda uses inside the candidate worker
+  /// (WorkerCacheDir), so Prebuild can compile a hybrid's embedded CUDA
+  /// sources ahead; null: hybrids compile when the worker loads them.
+  Builder* worker_builder = nullptr;
 };
 
 class Evaluator : public Runner {
@@ -48,7 +52,9 @@ class Evaluator : public Runner {
                       const EvalOptions& options) override;
   /// Starts both workers in the background (optional; they start on first use).
   void Prewarm() override;
-  /// Compiles several cuda candidates in parallel ahead of evaluation.
+  /// Compiles several cuda candidates in parallel ahead of evaluation, and
+  /// the CUDA sources hybrids hand unchanged to kopt.load_cuda
+  /// (build/embedded_sources.h) through config.worker_builder.
   void Prebuild(const std::vector<Candidate>& candidates) override;
 
  private:

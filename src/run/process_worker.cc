@@ -1,12 +1,13 @@
 // The real WorkerChannel: one Python worker process, restarted on failure.
+#include <unistd.h>
 #include <atomic>
 #include <future>
 #include <mutex>
-#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
+#include "core/paths.h"
 #include "core/subprocess.h"
 #include "run/protocol.h"
 #include "run/worker_channel.h"
@@ -66,8 +67,10 @@ class ProcessWorker : public WorkerChannel {
     std::string start_error;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (start_.valid()) start_error = start_.get();
-      else if (!child_.Running()) start_error = Start();
+      if (start_.valid())
+        start_error = start_.get();
+      else if (!child_.Running())
+        start_error = Start();
     }
     if (!start_error.empty()) throw Error(start_error);
 
@@ -148,7 +151,8 @@ class ProcessWorker : public WorkerChannel {
     po.env["PYTHONPATH"] = (root / "python").string();
     po.env["PYTHONUNBUFFERED"] = "1";
     po.env["KOPT_INCLUDE"] = (root / "include").string();
-    if (!options_.cache_dir.empty()) po.env["KOPT_CACHE"] = (options_.cache_dir / "so").string();
+    if (!options_.cache_dir.empty())
+      po.env["KOPT_CACHE"] = WorkerCacheDir(options_.cache_dir).string();
     if (!options_.nvcc.empty()) po.env["KOPT_NVCC"] = options_.nvcc;
     if (!options_.arch.empty()) po.env["KOPT_ARCH"] = options_.arch;
     // kopt.load_cuda builds through `kopt build` (one nvcc recipe, in C++);
@@ -163,13 +167,16 @@ class ProcessWorker : public WorkerChannel {
         fs::create_directories(options_.sandbox_dir, ec);
         if (!ec) created_sandbox_dir_ = true;
       }
-      if (ec) return "cannot create the sandbox folder " + options_.sandbox_dir.string() + ": " + ec.message();
+      if (ec)
+        return "cannot create the sandbox folder " + options_.sandbox_dir.string() + ": " +
+               ec.message();
       args.insert(args.end(), {"--sandbox", fs::absolute(options_.sandbox_dir).string()});
       // On the H200 (2026-12-02) torch.cuda was unavailable when the sandbox
       // was entered before CUDA initialised, and worked when entered after:
       // on CUDA devices the worker opens the device first, unless told.
       const char* order = std::getenv("KOPT_SANDBOX_ORDER");
-      if (options_.device.rfind("cuda", 0) == 0 && !(order && *order)) po.env["KOPT_SANDBOX_ORDER"] = "late";
+      if (options_.device.rfind("cuda", 0) == 0 && !(order && *order))
+        po.env["KOPT_SANDBOX_ORDER"] = "late";
       // load_inline's builds are kept with kopt's caches (writable in the
       // sandbox) instead of ~/.cache, unless the user chose a folder.
       const char* ext = std::getenv("TORCH_EXTENSIONS_DIR");
@@ -197,7 +204,8 @@ class ProcessWorker : public WorkerChannel {
           Json msg = Json::parse(line);
           if (msg.value("event", "") == "ready") {
             spdlog::debug("worker {} ready in {:.2f} s", python, Since(t0));
-            if (!options_.sandbox_dir.empty()) CheckSandbox(msg.contains("sandbox") ? msg["sandbox"] : Json());
+            if (!options_.sandbox_dir.empty())
+              CheckSandbox(msg.contains("sandbox") ? msg["sandbox"] : Json());
             return "";
           }
           if (msg.value("event", "") == "startup_failed" && msg.contains("error") &&
@@ -223,8 +231,10 @@ class ProcessWorker : public WorkerChannel {
       tried += (tried.empty() ? "" : "; ") + python + ": " + why;
     }
     if (!startup_failure.empty())
-      return "the evaluation worker started but could not open " + options_.device + " (" + startup_failure +
-             "): check that `python3 -c 'import torch; print(torch.cuda.is_available())'` prints True.";
+      return "the evaluation worker started but could not open " + options_.device + " (" +
+             startup_failure +
+             "): check that `python3 -c 'import torch; print(torch.cuda.is_available())'` prints "
+             "True.";
     // The advice follows where the interpreter came from.
     const char* env = std::getenv("KOPT_PYTHON");
     std::string advice =
@@ -238,8 +248,10 @@ class ProcessWorker : public WorkerChannel {
     std::string shortfall = SandboxShortfall(report);
     if (shortfall.empty() || sandbox_warned_.exchange(true)) return;
     std::string line = "the evaluation worker runs with a weaker sandbox: " + shortfall;
-    if (options_.on_warning) options_.on_warning(line);
-    else spdlog::warn("{}", line);
+    if (options_.on_warning)
+      options_.on_warning(line);
+    else
+      spdlog::warn("{}", line);
   }
 
   WorkerOptions options_;
@@ -261,7 +273,8 @@ std::string SandboxShortfall(const Json& json) {
   std::string filesystem = report.filesystem.value_or("not reported");
   std::vector<std::string> missing;
   if (network != "isolated") missing.push_back("network not isolated (" + network + ")");
-  if (filesystem.rfind("landlock", 0) != 0) missing.push_back("writes not confined (" + filesystem + ")");
+  if (filesystem.rfind("landlock", 0) != 0)
+    missing.push_back("writes not confined (" + filesystem + ")");
   std::string out;
   for (const auto& m : missing) out += (out.empty() ? "" : "; ") + m;
   return out;
@@ -287,7 +300,8 @@ fs::path FindRepoRoot() {
     if (is_root(p)) return p;
   for (fs::path p = fs::current_path(); !p.empty() && p != p.root_path(); p = p.parent_path())
     if (is_root(p)) return p;
-  throw Error("cannot find kopt's python/kopt folder: run kopt from its repository or set KOPT_ROOT.");
+  throw Error(
+      "cannot find kopt's python/kopt folder: run kopt from its repository or set KOPT_ROOT.");
 }
 
 }  // namespace kopt
