@@ -864,6 +864,49 @@ TEST(Loop, AResumedRunKeepsTheTasksThatSpentTheirShare) {
   EXPECT_GT(store->ListOutcomes(run_id, 0).size(), first_task);
 }
 
+// A task finished before the stop keeps its finalists' re-timing (what
+// names the winner, and what export and the suite's summary read) when the
+// run is resumed.
+TEST(Loop, AResumedRunReportsTheFinalistsOfItsFinishedTasks) {
+  fs::path dir = testing::ScratchDir("loop-resume-finalists");
+  fs::remove(dir / "runs.db");
+  auto store = MakeSqliteRunStore(dir / "runs.db");
+  ReplayData d = KernelReplay("synthetic");
+  std::vector<LoopTask> tasks = KernelTasks(dir, 2, &d);
+  WriteTextFileAtomic(tasks[0].from->path, tasks[0].from->source);
+  LoopOptions o = TuneOptions(dir, "candidates=12");
+  o.finalists = 2;
+  class StoppingRunner : public CountingRunner {
+   public:
+    using CountingRunner::CountingRunner;
+    EvalRecord Evaluate(const Task& t, const TaskBundle& b, const Candidate& c,
+                        const EvalOptions& opts) override {
+      EvalRecord r = CountingRunner::Evaluate(t, b, c, opts);
+      if (t.name != first_task && stop) stop();
+      return r;
+    }
+    std::string first_task;
+    std::function<void()> stop;
+  } first(MakeReplayRunner(d));
+  first.first_task = tasks[0].task.name;
+  Json finalists;
+  std::string run_id;
+  {
+    Tuner tuner(&first, store.get(), o);
+    first.stop = [&] { tuner.RequestStop(); };
+    LoopResult r = tuner.Run(tasks);
+    ASSERT_EQ(r.status, RunStatus::kInterrupted) << r.note;
+    finalists = r.tasks.at(0).finalists;
+    ASSERT_EQ(finalists.size(), 2u);
+    run_id = r.run_id;
+  }
+  CountingRunner second(MakeReplayRunner(d));
+  Tuner tuner(&second, store.get(), o);
+  LoopResult r = tuner.Resume(run_id);
+  ASSERT_EQ(r.tasks.size(), 2u);
+  EXPECT_EQ(r.tasks[0].finalists, finalists);
+}
+
 // A run measured on one GPU does not go on on another: its baselines, floors
 // and the times of the tasks it finished belong to the first card.
 TEST(Loop, ARunIsNotResumedOnAnotherDevice) {

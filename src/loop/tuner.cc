@@ -439,6 +439,7 @@ TaskResult Tuner::RunTask(const std::string& run_id, int index, int count, const
     }
     for (const auto& o : store_->ListOutcomes(run_id, index))
       (o.verdict == "measured" ? res.measured : res.failed)++;
+    res.finalists = existing->finalists;  // their re-timing names the winner
     std::optional<double> x = store_rules::FinalistWinnerSpeedup(existing->finalists);
     if (!x && res.best)
       if (const auto* m = std::get_if<Measured>(&res.best->outcome))
