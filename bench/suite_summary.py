@@ -5,7 +5,11 @@ was kept or nothing was measured: 1.00x vs eager), how many tasks are slower
 than torch.compile and than eager, and the median fraction of the floor on
 memory-bound tasks.
 
-    python3 bench/suite_summary.py SUITE_JSON [TASKS_DIR]
+    python3 bench/suite_summary.py SUITE_JSON [MORE_JSON ...] [TASKS_DIR]
+
+Several JSONs (each call of a run resumed over calls; .json or .json.gz):
+the last one's tasks, each completed by an earlier call's finalists where
+the later file lacks them (runs resumed before session 26 dropped them).
 
 Memory-bound is the floor's bound (`floor_bound`, from the roofline of the
 captured graph); results without it are judged by op class from the task's
@@ -23,8 +27,23 @@ MEMORY = re.compile(r"relu|gelu|swish|softmax|norm|sum_dim|mean_dim|max_dim|argm
 import glob
 import os
 
-j = json.load(open(sys.argv[1]))
-root = sys.argv[2] if len(sys.argv) > 2 else "tasks"
+import gzip
+
+
+def load(path):
+    return json.load(gzip.open(path, "rt") if path.endswith(".gz") else open(path))
+
+
+files = [a for a in sys.argv[1:] if a.endswith((".json", ".json.gz"))]
+dirs = [a for a in sys.argv[1:] if not a.endswith((".json", ".json.gz"))]
+root = dirs[0] if dirs else "tasks"
+j = load(files[-1])
+for earlier in files[:-1]:
+    old = {t["task"]: t for t in load(earlier)["tasks"]}
+    for t in j["tasks"]:
+        o = old.get(t["task"])
+        if o and not t.get("finalists") and o.get("finalists") and o.get("best_node") == t.get("best_node"):
+            t["finalists"] = o["finalists"]
 groups = {}
 for t in j["tasks"]:
     name = t["task"]
@@ -35,7 +54,7 @@ for t in j["tasks"]:
         group = os.path.basename(os.path.dirname(found[0])) if len(found) == 1 else "?"
     eager, comp = t.get("eager_ms"), t.get("compile_ms")
     fin = [f for f in t.get("finalists") or [] if f.get("winner")]
-    time_ms, searched = None, t.get("measured", 0) > 1 or bool(fin)
+    time_ms, searched = None, t.get("measured", 0) > 1 or bool(fin) or t.get("best_node", 0) > 0
     if fin and not t.get("reference_kept"):
         time_ms = fin[0]["time_ms"]
         vs_eager = fin[0].get("speedup_vs_eager")
@@ -53,7 +72,9 @@ for t in j["tasks"]:
     bound = t.get("floor_bound")
     memory = bound == "memory" if bound else bool(MEMORY.search(name))
     frac = floor / time_ms if floor and time_ms and memory else None
-    winner = fin[0]["name"] if fin and not t.get("reference_kept") else "reference"
+    winner = "reference"
+    if not t.get("reference_kept") and (fin or t.get("best_node", 0) > 0):
+        winner = fin[0]["name"] if fin else t.get("best_candidate") or "reference"
     groups.setdefault(group, []).append((name, vs_eager, vs_comp, frac, searched, time_ms, winner))
 
 
