@@ -1501,6 +1501,28 @@ class Builder {
   }
   static std::string LoopClose(bool) { return "  }\n"; }
 
+  /// The cached row kernel's loads of the full inputs `leaves` not yet in
+  /// registers, all issued before any is used: each guarded by its own
+  /// `if`, so they are predicated and in flight together. Loading inside
+  /// the compute loop, after its `break`, made the compiler wait for each
+  /// step's load before issuing the next (a load cannot move above a
+  /// branch that may leave the loop): the generated softmax over rows of
+  /// 16384 (8 steps, 2 blocks per SM) ran at 0.88x eager on an H100 where
+  /// the same tiling, hand-written, ran at 1.18x.
+  std::string Preload(const std::set<int>& leaves, std::set<int>* loaded) const {
+    std::string loads;
+    for (int l : leaves)
+      if (p_.leaves[static_cast<std::size_t>(l)].full && !loaded->count(l)) {
+        loads +=
+            fmt::format("    if (i0 < base + cols) kopt_load<VEC>(a.p{0}, i0, C{0}[it]);\n", l);
+        loaded->insert(l);
+      }
+    if (loads.empty()) return "";
+    return "#pragma unroll\n  for (int it = 0; it < (CI > 0 ? CI : 1); ++it) {\n"
+           "    const int64_t i0 = base + ((int64_t)it * LANES + tid) * VEC;\n" +
+           loads + "  }\n";
+  }
+
   /// The accumulator declarations of one reduction (row and column kernels).
   static std::string StatInit(const Stat& st) {
     if (st.op == "sum") return fmt::format("  float {}_acc = 0.0f;\n", st.name);
@@ -1566,6 +1588,7 @@ class Builder {
         else if (st->op == "online")
           per += fmt::format("      kopt_online({0}_accm, {0}_acc, {1});\n", st->name, st->input);
       }
+      if (cached) s += Preload(leaves, &loaded);
       s += LoopOpen(cached);
       s += Body(defs, leaves, per, "(i - base)", cached, &loaded, true);
       s += LoopClose(cached);
@@ -1615,6 +1638,7 @@ class Builder {
       std::vector<const Def*> defs;
       std::set<int> leaves;
       Closure(outs, &defs, &leaves);
+      if (cached) s += Preload(leaves, &loaded);
       s += LoopOpen(cached);
       for (const Output& o : p_.outputs)
         if (o.kind == Kind::kElem) s += fmt::format("    {} O{}[VEC];\n", o.reg, o.abi);
