@@ -1786,13 +1786,26 @@ class Builder {
     auto pass_loop = [&](const std::vector<const Def*>& defs, const std::set<int>& leaves,
                          const std::string& per) {
       std::string b;
+      // The cache's loads first, all in flight together (as the row
+      // kernel's Preload: loads inside the compute loop waited one by one).
+      std::string loads;
+      for (int l : leaves)
+        if (cached && p_.leaves[static_cast<std::size_t>(l)].full && !in_cache.count(l)) {
+          loads += fmt::format(
+              "    if (live && r < cols) C{0}[k] = kopt_f(a.p{0}[base + r * inner]);\n", l);
+          in_cache.insert(l);
+        }
+      if (!loads.empty())
+        b += "#pragma unroll\n  for (int k = 0; k < CI; ++k) {\n"
+             "    const int64_t r = ty + (int64_t)k * SPLIT;\n" +
+             loads + "  }\n";
       if (cached)
-        b = "#pragma unroll\n  for (int k = 0; k < CI; ++k) {\n"
-            "    const int64_t r = ty + (int64_t)k * SPLIT;\n"
-            "    if (!live || r >= cols) continue;\n";
+        b += "#pragma unroll\n  for (int k = 0; k < CI; ++k) {\n"
+             "    const int64_t r = ty + (int64_t)k * SPLIT;\n"
+             "    if (!live || r >= cols) continue;\n";
       else
-        b = "#pragma unroll UNROLL\n  for (int64_t r = live ? ty : cols; r < cols; r += "
-            "SPLIT) {\n";
+        b += "#pragma unroll UNROLL\n  for (int64_t r = live ? ty : cols; r < cols; r += "
+             "SPLIT) {\n";
       b += "    const int64_t i = base + r * inner;\n    (void)i;\n";
       std::set<int> loaded;
       for (int l : leaves) {
