@@ -123,7 +123,9 @@ TEST(Fusion, AMultiPassColumnKernelKeepsShortLinesInRegisters) {
   EXPECT_EQ(k.split, 32);
   EXPECT_NE(k.source.find("constexpr int CACHE_ITERS = 32;"), std::string::npos) << k.source;
   EXPECT_NE(k.source.find("constexpr int THREADS = 512;"), std::string::npos);
-  EXPECT_NE(k.source.find("    C0[k] = x0;\n"), std::string::npos);
+  // Every load of the cache issued before the first is used (predicated).
+  EXPECT_NE(k.source.find("    if (live && r < cols) C0[k] = kopt_f(a.p0[base + r * inner]);\n"),
+            std::string::npos);
   EXPECT_NE(k.source.find("    const float x0 = C0[k];\n"), std::string::npos);
   EXPECT_NE(k.source.find("fused_col_kernel<CACHE_ITERS><<<"), std::string::npos);
   if (testing::HaveNvcc()) {
@@ -175,6 +177,11 @@ TEST(Fusion, LongRowsGetMoreThreadsAndAtMost32CachedFloatsEach) {
   const std::string& softmax = all.at("level1_04_softmax").kernel->source;
   EXPECT_NE(softmax.find("constexpr int THREADS = 512;"), std::string::npos);
   EXPECT_NE(softmax.find("constexpr int CACHE_ITERS = 8;"), std::string::npos);
+  // The cache's loads all issued before the first use: inside the compute
+  // loop, after its break, they waited one by one (0.4738 ms vs 0.3607 on
+  // an H100).
+  EXPECT_NE(softmax.find("    if (i0 < base + cols) kopt_load<VEC>(a.p0, i0, C0[it]);\n"),
+            std::string::npos);
   const std::string& layernorm = all.at("level1_06_layernorm").kernel->source;
   EXPECT_NE(layernorm.find("constexpr int THREADS = 256;"), std::string::npos);
   EXPECT_NE(layernorm.find("constexpr int CACHE_ITERS = 4;"), std::string::npos);
