@@ -47,7 +47,7 @@ struct Context {
   std::string arch;
   std::unique_ptr<Builder> builder;
   std::unique_ptr<Builder> worker_builder;  ///< the same recipe, into the worker's load_cuda cache
-  std::unique_ptr<WorkerChannel> worker;  ///< runs candidates (sandboxed unless --no-sandbox)
+  std::unique_ptr<WorkerChannel> worker;    ///< runs candidates (sandboxed unless --no-sandbox)
   std::unique_ptr<WorkerChannel>
       clean_worker;  ///< never loads a candidate: capture, baselines, reference facts
   std::unique_ptr<Evaluator> evaluator;
