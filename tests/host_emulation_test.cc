@@ -217,6 +217,17 @@ TEST(KOPT_SUITE, GeneratedAndTemplateKernelsPassTheVerifier) {
                                "constexpr int THREADS = 64;");
         if (s != source) runs.emplace_back(label + " [SPLIT=4]", s);
       }
+    // The pool template's register kernel at other shapes of its thread
+    // tile (float4 loads, overlap from both lanes), and its staged kernel.
+    for (const auto& [label, source] : options)
+      if (source.find("pool_regs") != std::string::npos)
+        for (const auto& [v, rows] : std::vector<std::pair<int, int>>{{4, 1}, {1, 4}, {2, 0}}) {
+          std::string s = std::regex_replace(source, std::regex("constexpr int V = \\d+;"),
+                                             fmt::format("constexpr int V = {};", v));
+          s = std::regex_replace(s, std::regex("constexpr int ROWS = \\d+;"),
+                                 fmt::format("constexpr int ROWS = {};", rows));
+          runs.emplace_back(fmt::format("{} [V={},ROWS={}]", label, v, rows), s);
+        }
     int n = 0;
     for (const auto& [label, source] : runs) {
       if (std::string(kDevice) == "cpu" && !HostEmulationSource(source).ok) {
@@ -237,6 +248,16 @@ TEST(KOPT_SUITE, GeneratedAndTemplateKernelsPassTheVerifier) {
   for (const auto& s : skipped) std::cout << "not emulatable: " << s << "\n";
   // Every op class of tests/data/host_emulation reached the verifier.
   EXPECT_GE(verified.size(), 35u);
+  // Each pool task through the register kernel at three thread tiles and
+  // through the staged kernel.
+  for (const char* task :
+       {"maxpool_3x3s2", "avgpool_3x3s2_odd", "maxpool_3x3s1_rows", "avgpool_2x2s2_ceil_valid"}) {
+    int seen = 0;
+    for (const auto& v : verified)
+      seen += v.rfind(std::string(task) + ": pool/pool2d[", 0) == 0 &&
+              v.find("ROWS=") != std::string::npos;
+    EXPECT_EQ(seen, 3) << task << ": the pool template's kernels at other thread tiles";
+  }
   // Reductions over several trailing dims (a mean over H and W, a layer norm
   // over [C, H, W], an amax over the last two) as one row each, with inputs
   // constant along rows (a bias [C, 1, 1]) or broadcast in the rows' shape

@@ -14,6 +14,13 @@
 // conflict-free shared reads for SW = 1, 2-way for SW = 2).
 // Direct kernel otherwise (small planes, huge windows): a grid-stride loop,
 // each thread V consecutive outputs of one row, reading the input through L1.
+// Register kernel (ROWS > 0, the default): each thread computes ROWS x V
+// outputs (V consecutive columns of ROWS consecutive rows); it loads its own
+// V*SW input columns of every input row its windows touch, float4-wide where
+// aligned, all before the first use (many reads in flight per thread), and
+// takes the window's overlap into the neighbouring columns from the adjacent
+// lanes by shuffles. No shared memory, no barrier: adjacent threads read
+// adjacent bytes, and the rows two row groups share come from L2.
 // Max: padding never wins (as -inf); NaN propagates (a NaN in the window is
 // the result, like torch). Avg: fp32 sum, divided by the window size clipped
 // to the padded input (count_include_pad) or to the input (otherwise).
@@ -42,14 +49,18 @@ constexpr int BLOCKS_PER_SM = 16;
 constexpr int SMEM_KB = 48;
 // kopt:knob LOADS 4 {1,2,4,8} tile loads each thread issues before it stores any (loads in flight per thread)
 constexpr int LOADS = 4;
+// kopt:knob ROWS 2 {0,1,2,4} output rows per thread of the register kernel (0: the staged or direct kernel)
+constexpr int ROWS = 2;
 // kopt:constraint THREADS % 32 == 0 && THREADS <= 1024
+// kopt:constraint V * ROWS <= 8
 
 constexpr bool IS_MAX = KOPT_MAX != 0;
 constexpr int KH = KOPT_KH, KW = KOPT_KW, SH = KOPT_SH, SW = KOPT_SW, PH = KOPT_PH, PW = KOPT_PW;
 constexpr bool INCLUDE_PAD = KOPT_COUNT_INCLUDE_PAD != 0;
 constexpr bool CEIL_MODE = KOPT_CEIL_MODE != 0;
 static_assert(KH >= 1 && KW >= 1 && SH >= 1 && SW >= 1, "window and stride are >= 1");
-static_assert(PH >= 0 && PW >= 0 && 2 * PH <= KH && 2 * PW <= KW, "padding is at most half the window");
+static_assert(PH >= 0 && PW >= 0 && 2 * PH <= KH && 2 * PW <= KW,
+              "padding is at most half the window");
 constexpr float PADV = IS_MAX ? -INFINITY : 0.f;
 // fully unroll small windows only
 constexpr int UNROLL_KW = KW <= 16 ? KW : 4;
@@ -138,8 +149,10 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll UNROLL_KW
       for (int kw = 0; kw < KW; ++kw) {
         const float val = t[kh * in_cols + kw];
-        if (IS_MAX) max_step(acc, val);
-        else acc += val;
+        if (IS_MAX)
+          max_step(acc, val);
+        else
+          acc += val;
       }
     }
     if (!IS_MAX) {
@@ -177,12 +190,158 @@ __global__ void __launch_bounds__(THREADS)
         const float* xr = xp + (long long)h * W;
         for (int w = wlo; w < whi; ++w) {
           const float val = __ldg(xr + w);
-          if (IS_MAX) max_step(acc, val);
-          else acc += val;
+          if (IS_MAX)
+            max_step(acc, val);
+          else
+            acc += val;
         }
       }
       if (!IS_MAX) acc = avg_empty(hs, ws, H, W) ? 0.f : acc / avg_divisor(hs, ws, H, W);
       yr[ow] = acc;
+    }
+  }
+}
+
+// The register kernel's shape: SPAN own columns per input row, LH columns of
+// overlap on the left, RH on the right, RIN input rows.
+constexpr int SPAN = V * SW;
+constexpr int LH = PW;
+constexpr int RH = KW - SW - PW > 0 ? KW - SW - PW : 0;
+constexpr int RIN_ROWS = ROWS > 0 ? ROWS : 1;  // output rows per thread (1 when unused)
+constexpr int RIN = (RIN_ROWS - 1) * SH + KH;
+constexpr int EXT = LH + SPAN + RH;
+// The overlap comes from the adjacent lane when it lies in that lane's own columns.
+constexpr bool HALO_SHFL = LH <= SPAN && RH <= SPAN;
+
+// One thread per (plane, group of ROWS output rows, group g of V output
+// columns), g fastest: lane l - 1 holds group g - 1 of the same rows when
+// g > 0, lane l + 1 group g + 1 when g < groups - 1.
+__global__ void __launch_bounds__(THREADS)
+    pool_regs(const float* __restrict__ x, float* __restrict__ y, int H, int W, int OH, int OW,
+              int groups, int row_groups, long long total, int vec_in, int vec_out) {
+  const long long idx = (long long)blockIdx.x * THREADS + threadIdx.x;
+  const bool live = idx < total;  // the others only take part in the shuffles
+  const int g = (int)(idx % groups);
+  const long long t = idx / groups;
+  const int rg = (int)(t % row_groups);
+  const long long plane = t / row_groups;
+  const int lane = threadIdx.x & 31;
+  const int ow0 = g * V, oh0 = rg * RIN_ROWS;
+  const int c0 = ow0 * SW;       // first own input column
+  const int r0 = oh0 * SH - PH;  // first input row
+  const float* xp = x + plane * (long long)H * W;
+  float own[RIN][SPAN];
+  // Every load issued before any is used.
+  if (SPAN % 4 == 0 && vec_in && c0 + SPAN <= W) {
+#pragma unroll
+    for (int i = 0; i < RIN; ++i) {
+      const int h = r0 + i;
+      const bool in = live && h >= 0 && h < H;
+      const float4* p = reinterpret_cast<const float4*>(xp + (long long)h * W + c0);
+#pragma unroll
+      for (int q = 0; q < SPAN / 4; ++q) {
+        const float4 v = in ? __ldg(p + q) : make_float4(PADV, PADV, PADV, PADV);
+        own[i][4 * q] = v.x;
+        own[i][4 * q + 1] = v.y;
+        own[i][4 * q + 2] = v.z;
+        own[i][4 * q + 3] = v.w;
+      }
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < RIN; ++i) {
+      const int h = r0 + i;
+      const bool in = live && h >= 0 && h < H;
+      const float* p = xp + (long long)h * W + c0;
+#pragma unroll
+      for (int q = 0; q < SPAN; ++q) own[i][q] = in && c0 + q < W ? __ldg(p + q) : PADV;
+    }
+  }
+  // The overlap a lane cannot take from its neighbour (the first and last
+  // lane of a warp, the first and last group of a row), loaded with the rest.
+  const bool left_lane = HALO_SHFL && lane > 0 && g > 0;
+  const bool right_lane = HALO_SHFL && lane < 31 && g < groups - 1;
+  float halo[RIN][LH + RH > 0 ? LH + RH : 1];
+#pragma unroll
+  for (int i = 0; i < RIN; ++i) {
+    const int h = r0 + i;
+    const bool in = live && h >= 0 && h < H;
+    const float* xr = xp + (long long)h * W;
+#pragma unroll
+    for (int k = 0; k < LH; ++k) {
+      const int c = c0 - LH + k;
+      halo[i][k] = !left_lane && in && c >= 0 && c < W ? __ldg(xr + c) : PADV;
+    }
+#pragma unroll
+    for (int k = 0; k < RH; ++k) {
+      const int c = c0 + SPAN + k;
+      halo[i][LH + k] = !right_lane && in && c < W ? __ldg(xr + c) : PADV;
+    }
+  }
+  float acc[RIN_ROWS][V];
+#pragma unroll
+  for (int r = 0; r < RIN_ROWS; ++r)
+#pragma unroll
+    for (int v = 0; v < V; ++v) acc[r][v] = PADV;
+#pragma unroll
+  for (int i = 0; i < RIN; ++i) {
+    // This input row from column c0 - LH: the left overlap, the own
+    // columns, the right overlap.
+    float e[EXT];
+#pragma unroll
+    for (int k = 0; k < LH; ++k) {
+      const float from = HALO_SHFL ? __shfl_up_sync(0xffffffffu, own[i][SPAN - LH + k], 1) : PADV;
+      e[k] = left_lane ? from : halo[i][k];
+    }
+#pragma unroll
+    for (int q = 0; q < SPAN; ++q) e[LH + q] = own[i][q];
+#pragma unroll
+    for (int k = 0; k < RH; ++k) {
+      const float from = HALO_SHFL ? __shfl_down_sync(0xffffffffu, own[i][k], 1) : PADV;
+      e[LH + SPAN + k] = right_lane ? from : halo[i][LH + k];
+    }
+    // Add the row to every output row whose window holds it.
+#pragma unroll
+    for (int r = 0; r < RIN_ROWS; ++r) {
+      const int kh = i - r * SH;
+      if (kh < 0 || kh >= KH) continue;
+#pragma unroll
+      for (int v = 0; v < V; ++v)
+#pragma unroll
+        for (int kw = 0; kw < KW; ++kw) {
+          if (IS_MAX)
+            max_step(acc[r][v], e[v * SW + kw]);
+          else
+            acc[r][v] += e[v * SW + kw];
+        }
+    }
+  }
+  if (!live) return;
+#pragma unroll
+  for (int r = 0; r < RIN_ROWS; ++r) {
+    const int oh = oh0 + r;
+    if (oh >= OH) break;
+    float* yr = y + (plane * OH + oh) * (long long)OW + ow0;
+    float o[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      o[v] = acc[r][v];
+      if (!IS_MAX) {
+        const int hs = oh * SH - PH, ws = (ow0 + v) * SW - PW;
+        o[v] = avg_empty(hs, ws, H, W) ? 0.f : o[v] / avg_divisor(hs, ws, H, W);
+      }
+    }
+    if (V % 4 == 0 && vec_out && ow0 + V <= OW) {
+#pragma unroll
+      for (int q = 0; q < V / 4; ++q)
+        reinterpret_cast<float4*>(yr)[q] =
+            make_float4(o[4 * q], o[4 * q + 1], o[4 * q + 2], o[4 * q + 3]);
+    } else if (V == 2 && vec_out && ow0 + V <= OW) {
+      *reinterpret_cast<float2*>(yr) = make_float2(o[0], o[V > 1 ? 1 : 0]);
+    } else {
+#pragma unroll
+      for (int v = 0; v < V; ++v)
+        if (ow0 + v < OW) yr[v] = o[v];
     }
   }
 }
@@ -223,6 +382,19 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
   float* ys = static_cast<float*>(Y.data);
   cudaStream_t st = (cudaStream_t)stream;
 
+  if (ROWS > 0) {
+    const long long groups = (OW + V - 1) / V, row_groups = (OH + RIN_ROWS - 1) / RIN_ROWS;
+    const long long total = planes * row_groups * groups;
+    const long long grid = (total + THREADS - 1) / THREADS;
+    if (grid > 0x7fffffffLL) return 5;
+    // float4 loads need 16-byte rows; vector stores rows of whole groups.
+    const int vec_in = W % 4 == 0 && reinterpret_cast<uintptr_t>(xs) % 16 == 0;
+    const int vec_out = OW % V == 0 && reinterpret_cast<uintptr_t>(ys) % (V >= 4 ? 16 : 4 * V) == 0;
+    pool_regs<<<(unsigned)grid, THREADS, 0, st>>>(xs, ys, (int)H, (int)W, (int)OH, (int)OW,
+                                                  (int)groups, (int)row_groups, total, vec_in,
+                                                  vec_out);
+    return (int)cudaGetLastError();
+  }
   // staged tile: tw threads along W (power of two <= 32, covering OW / V), th rows
   const long long cols = (OW + V - 1) / V;
   int twl = 0;
@@ -248,7 +420,6 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
   const long long total = planes * OH * ((OW + V - 1) / V);
   long long grid = (total + THREADS - 1) / THREADS;
   if (grid > (long long)sms * BLOCKS_PER_SM) grid = (long long)sms * BLOCKS_PER_SM;
-  pool_direct<<<(unsigned)grid, THREADS, 0, st>>>(xs, ys, planes, (int)H, (int)W, (int)OH,
-                                                  (int)OW);
+  pool_direct<<<(unsigned)grid, THREADS, 0, st>>>(xs, ys, planes, (int)H, (int)W, (int)OH, (int)OW);
   return (int)cudaGetLastError();
 }
