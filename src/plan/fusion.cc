@@ -1947,24 +1947,39 @@ class Builder {
         "constexpr int ROW_WARPS = {};\n",
         Cols() <= 2048 ? 1 : 0, Cols() <= 2048 ? 1 : 0);
     s += "// kopt:constraint THREADS % 32 == 0 && THREADS <= 1024\n";
+    s += "constexpr int WARPS = THREADS / 32;\n"
+         "constexpr int ROWS_PER_BLOCK = ROW_WARPS ? WARPS : 1;\n"
+         "constexpr int LANES = ROW_WARPS ? 32 : THREADS;  // threads that share a row\n";
     {
+      // The register cache: a knob whether to keep the row, and as many
+      // steps as the planned row needs at the chosen THREADS and VEC (a
+      // fixed step count left most of the tuner's configurations streaming
+      // the row again, where they could not hold it). At most 128 cached
+      // floats per thread; the cached floats barely depend on VEC (a smaller
+      // VEC never leaves the allowed space), so diagnosis moves of VEC stay.
       int full = 0;
       for (const Leaf& l : p_.leaves) full += l.full ? 1 : 0;
       const long long lanes = Cols() <= 2048 ? 32 : threads;
-      long long ci = 1;
-      while (ci * lanes * 4 < Cols() && ci < 16) ci *= 2;
-      if (ci * lanes * 4 < Cols() || ci * 4 * std::max(full, 1) > 128 || full == 0) ci = 0;
-      s += fmt::format(
-          "// kopt:knob CACHE_ITERS {0} {{0,1,2,4,8,16}} steps of the row each thread keeps in "
-          "registers across the "
-          "passes (one DRAM read); 0: every pass streams the row again\n"
-          "constexpr int CACHE_ITERS = {0};\n"
-          "// kopt:constraint CACHE_ITERS * VEC * {1} <= 128\n",
-          ci, std::max(full, 1));
+      const long long need = (Cols() + lanes * 4 - 1) / (lanes * 4);
+      if (full == 0) {
+        s += "constexpr int CACHE_ITERS = 0;  // no input the size of the row to keep\n\n";
+      } else {
+        const bool fits = need <= 16 && need * 4 * full <= 128;
+        s += fmt::format(
+            "// kopt:knob CACHE {0} {{0,1}} 1: each thread keeps its steps of the row in "
+            "registers across the passes (one DRAM read), as many as the row needs; 0: every "
+            "pass streams the row again\n"
+            "constexpr int CACHE = {0};\n"
+            "constexpr int64_t PLANNED_COLS = {1};  // the row length the kernel was made for\n"
+            "constexpr int CACHE_ITERS =\n"
+            "    CACHE ? (int)((PLANNED_COLS + (int64_t)LANES * VEC - 1) / ((int64_t)LANES * VEC)) "
+            ": 0;\n"
+            "// kopt:constraint CACHE == 0 || ({1} + (ROW_WARPS * 32 + (1 - ROW_WARPS) * THREADS) "
+            "* VEC - 1) / ((ROW_WARPS * 32 + (1 - ROW_WARPS) * THREADS) * VEC) * VEC * {2} <= "
+            "128\n\n",
+            fits ? 1 : 0, Cols(), full);
+      }
     }
-    s += "constexpr int WARPS = THREADS / 32;\n"
-         "constexpr int ROWS_PER_BLOCK = ROW_WARPS ? WARPS : 1;\n"
-         "constexpr int LANES = ROW_WARPS ? 32 : THREADS;  // threads that share a row\n\n";
     s += kBlockReduce;
     s += "template <int VEC, int CI>\n__global__ void __launch_bounds__(THREADS) "
          "fused_row_kernel(Args a, int64_t rows, "
@@ -1995,17 +2010,17 @@ class Builder {
         "  const bool vec = VEC > 1 && (align % (sizeof(float) * VEC)) == 0 && cols % VEC == 0;\n"
         "  const int64_t blocks = (rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK;\n"
         "  if (blocks > 0x7fffffffLL) return 7;\n"
-        "  // The register cache holds CACHE_ITERS steps of LANES * width elements.\n"
-        "  const bool cache = CACHE_ITERS > 0 && cols <= (int64_t)LANES * (vec ? VEC : 1) * "
-        "CACHE_ITERS;\n"
+        "  // The register cache holds CACHE_ITERS * VEC elements per thread: steps\n"
+        "  // of LANES * VEC, or of LANES single elements when unaligned.\n"
+        "  const bool cache = CACHE_ITERS > 0 && cols <= (int64_t)LANES * VEC * CACHE_ITERS;\n"
         "  if (vec && cache)\n"
         "    fused_row_kernel<VEC, CACHE_ITERS><<<(unsigned)blocks, THREADS, 0, st>>>(a, rows, "
         "cols);\n"
         "  else if (vec)\n"
         "    fused_row_kernel<VEC, 0><<<(unsigned)blocks, THREADS, 0, st>>>(a, rows, cols);\n"
         "  else if (cache)\n"
-        "    fused_row_kernel<1, CACHE_ITERS><<<(unsigned)blocks, THREADS, 0, st>>>(a, rows, "
-        "cols);\n"
+        "    fused_row_kernel<1, CACHE_ITERS * VEC><<<(unsigned)blocks, THREADS, 0, st>>>(a, "
+        "rows, cols);\n"
         "  else\n"
         "    fused_row_kernel<1, 0><<<(unsigned)blocks, THREADS, 0, st>>>(a, rows, cols);\n");
     return s;

@@ -4,8 +4,11 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json.h"
+#include "plan/fusion.h"
 #include "propose/knob_expr.h"
 #include "propose/knobs.h"
+#include "testing/paths.h"
 
 namespace kopt {
 namespace {
@@ -353,6 +356,38 @@ TEST(ApplyKnobs, RefusesUnknownKnobsAndForbiddenConfigurations) {
             }).find("A=3 is not one of its values"),
             std::string::npos);
   EXPECT_NE(ErrorOf([&] { ApplyKnobs("// kopt:knob A 1 {1}\n", {}, "k.cu"); }).find("k.cu:1:"),
+            std::string::npos);
+}
+
+// The generated row kernel's register cache on a row of 16384 floats (the
+// suite's softmax): a CACHE knob, its step count derived from THREADS and
+// VEC, and a constraint that admits every configuration holding the row in
+// at most 128 floats per thread.
+TEST(KnobSpace, TheRowKernelCachesTheRowAtEveryThreadCountThatHoldsIt) {
+  const Json j =
+      ReadJsonFile(testing::SourceDir() / "tests" / "data" / "graphs" / "level1_04_softmax.json");
+  const auto g = OpGraphFromJson(j);
+  ASSERT_TRUE(g);
+  const FusionResult r = FuseGraph(*g);
+  ASSERT_TRUE(r.kernel);
+  const KnobSpace space = KnobSpace::Parse(r.kernel->source, "softmax.cu");
+  const KnobConfig d = space.Defaults();
+  EXPECT_EQ(d.at("CACHE"), 1);
+  EXPECT_EQ(space.Check(d), "");
+  auto with = [&](KnobConfig c) { return space.Complete(c); };
+  // 128 threads x 4 x 32 steps = 128 floats each: held.
+  EXPECT_EQ(space.Check(with({{"THREADS", 128}, {"CACHE", 1}})), "");
+  EXPECT_EQ(space.Check(with({{"THREADS", 128}, {"VEC", 2}, {"CACHE", 1}})), "");
+  EXPECT_EQ(space.Check(with({{"THREADS", 1024}, {"VEC", 1}, {"CACHE", 1}})), "");
+  // 64 threads would need 256 floats each; a warp per row 512.
+  EXPECT_NE(space.Check(with({{"THREADS", 64}, {"CACHE", 1}})), "");
+  EXPECT_NE(space.Check(with({{"ROW_WARPS", 1}, {"CACHE", 1}})), "");
+  EXPECT_EQ(space.Check(with({{"THREADS", 64}, {"CACHE", 0}})), "");
+  // Every move of VEC from the defaults stays allowed.
+  for (long long vec : {1, 2, 4}) EXPECT_EQ(space.Check(with({{"VEC", vec}})), "") << vec;
+  // The step count is no knob: it follows THREADS and VEC in the source.
+  EXPECT_EQ(space.Find("CACHE_ITERS"), nullptr);
+  EXPECT_NE(space.Apply(with({{"THREADS", 128}})).find("constexpr int THREADS = 128;"),
             std::string::npos);
 }
 
