@@ -221,10 +221,19 @@ __global__ void __launch_bounds__(THREADS)
               int groups, int row_groups, long long total, int vec_in, int vec_out) {
   const long long idx = (long long)blockIdx.x * THREADS + threadIdx.x;
   const bool live = idx < total;  // the others only take part in the shuffles
-  const int g = (int)(idx % groups);
-  const long long t = idx / groups;
-  const int rg = (int)(t % row_groups);
-  const long long plane = t / row_groups;
+  int g, rg;
+  long long plane;
+  if (total <= 0xffffffffLL) {  // 32-bit divisions (64-bit ones are subroutine calls)
+    const unsigned u = (unsigned)idx, t = u / (unsigned)groups;
+    g = (int)(u - t * (unsigned)groups);
+    rg = (int)(t % (unsigned)row_groups);
+    plane = t / (unsigned)row_groups;
+  } else {
+    const long long t = idx / groups;
+    g = (int)(idx - t * groups);
+    rg = (int)(t % row_groups);
+    plane = t / row_groups;
+  }
   const int lane = threadIdx.x & 31;
   const int ow0 = g * V, oh0 = rg * RIN_ROWS;
   const int c0 = ow0 * SW;       // first own input column
