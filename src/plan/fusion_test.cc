@@ -188,6 +188,17 @@ TEST(Fusion, LongRowsGetMoreThreadsAndAtMost32CachedFloatsEach) {
   EXPECT_NE(layernorm.find("constexpr int CACHE = 1;"), std::string::npos);
 }
 
+// A norm's weight (one value per column) in the cached row kernel: its
+// steps loaded together into registers before the loop that reads them,
+// not one load per step behind the loop's break.
+TEST(Fusion, TheCachedRowKernelLoadsAWeightsStepsTogether) {
+  const std::string& rms = AllGraphs().at("level1_07_rmsnorm").kernel->source;
+  EXPECT_NE(rms.find("  float WC1[CI > 0 ? CI : 1][VEC];\n"), std::string::npos) << rms;
+  EXPECT_NE(rms.find("    if (i0 < base + cols) kopt_load<VEC>(a.p1, i0 - base, WC1[it]);\n"),
+            std::string::npos);
+  EXPECT_NE(rms.find("    const float* W1 = WC1[it];\n"), std::string::npos);
+}
+
 TEST(Fusion, EveryGeneratedKernelCompilesForSm90a) {
   if (!testing::HaveNvcc()) GTEST_SKIP() << "nvcc not found";
   std::vector<BuildRequest> requests;
