@@ -192,7 +192,8 @@ TEST(Fusion, LongRowsGetMoreThreadsAndAtMost32CachedFloatsEach) {
 // steps loaded together into registers before the loop that reads them,
 // not one load per step behind the loop's break.
 TEST(Fusion, TheCachedRowKernelLoadsAWeightsStepsTogether) {
-  const std::string& rms = AllGraphs().at("level1_07_rmsnorm").kernel->source;
+  const auto all = AllGraphs();
+  const std::string& rms = all.at("level1_07_rmsnorm").kernel->source;
   EXPECT_NE(rms.find("  float WC1[CI > 0 ? CI : 1][VEC];\n"), std::string::npos) << rms;
   EXPECT_NE(rms.find("    if (i0 < base + cols) kopt_load<VEC>(a.p1, i0 - base, WC1[it]);\n"),
             std::string::npos);
