@@ -212,6 +212,9 @@ constexpr int RIN = (RIN_ROWS - 1) * SH + KH;
 constexpr int EXT = LH + SPAN + RH;
 // The overlap comes from the adjacent lane when it lies in that lane's own columns.
 constexpr bool HALO_SHFL = LH <= SPAN && RH <= SPAN;
+// The thread's input rows fit in registers (big windows, e.g. a 7x7 pool at
+// stride 7 with ROWS 2, take the staged or direct kernel instead).
+constexpr bool REG_FIT = RIN * EXT <= 128;
 
 // One thread per (plane, group of ROWS output rows, group g of V output
 // columns), g fastest: lane l - 1 holds group g - 1 of the same rows when
@@ -219,6 +222,7 @@ constexpr bool HALO_SHFL = LH <= SPAN && RH <= SPAN;
 __global__ void __launch_bounds__(THREADS)
     pool_regs(const float* __restrict__ x, float* __restrict__ y, int H, int W, int OH, int OW,
               int groups, int row_groups, long long total, int vec_in, int vec_out) {
+  if (!REG_FIT) return;  // never launched then; keeps the dead body from spilling
   const long long idx = (long long)blockIdx.x * THREADS + threadIdx.x;
   const bool live = idx < total;  // the others only take part in the shuffles
   int g, rg;
@@ -391,7 +395,7 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
   float* ys = static_cast<float*>(Y.data);
   cudaStream_t st = (cudaStream_t)stream;
 
-  if (ROWS > 0) {
+  if (ROWS > 0 && REG_FIT) {
     const long long groups = (OW + V - 1) / V, row_groups = (OH + RIN_ROWS - 1) / RIN_ROWS;
     const long long total = planes * row_groups * groups;
     const long long grid = (total + THREADS - 1) / THREADS;
