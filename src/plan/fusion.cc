@@ -2115,8 +2115,38 @@ __device__ __forceinline__ float kopt_elu(float x, float alpha, float scale, flo
 }
 __device__ __forceinline__ float kopt_threshold(float x, float t, float v) { return x > t ? x : v; }
 __device__ __forceinline__ float kopt_tanhshrink(float x) { return x - tanhf(x); }
-__device__ __forceinline__ float kopt_max(float a, float b) { return (a != a || a > b) ? a : (b != b ? b : fmaxf(a, b)); }
-__device__ __forceinline__ float kopt_min(float a, float b) { return (a != a || a < b) ? a : (b != b ? b : fminf(a, b)); }
+// torch's max/min: a NaN wins. One max.NaN/min.NaN instruction from sm_80 on;
+// the portable form compiles to compare-and-branch chains (a host build
+// drops the #ifndef KOPT_HOST_EMULATION branch, asm and all).
+__device__ __forceinline__ float kopt_max_portable(float a, float b) {
+  return (a != a || a > b) ? a : (b != b ? b : fmaxf(a, b));
+}
+__device__ __forceinline__ float kopt_min_portable(float a, float b) {
+  return (a != a || a < b) ? a : (b != b ? b : fminf(a, b));
+}
+#ifndef KOPT_HOST_EMULATION
+__device__ __forceinline__ float kopt_max(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return kopt_max_portable(a, b);
+#endif
+}
+__device__ __forceinline__ float kopt_min(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return kopt_min_portable(a, b);
+#endif
+}
+#else
+__device__ __forceinline__ float kopt_max(float a, float b) { return kopt_max_portable(a, b); }
+__device__ __forceinline__ float kopt_min(float a, float b) { return kopt_min_portable(a, b); }
+#endif
 // exp(x - m) with m = -inf (an all -inf row) giving exp(-inf - -inf) = NaN like torch.
 __device__ __forceinline__ float kopt_exp_shift(float x, float m) { return expf(x - m); }
 __device__ __forceinline__ float kopt_lse(float m, float s) { return isinf(m) ? m : m + logf(s); }
