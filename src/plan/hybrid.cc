@@ -409,8 +409,10 @@ std::optional<MovedConvBiases> ConvBiasesIntoTail(const OpGraph& g, std::size_t 
     }
     const GraphNode& n = g.nodes[i];
     const Json* bias = OpGraph::Arg(n, 2);
+    // A returned output qualifies too: the add that remakes it (same value
+    // id) is then the tail's, and the tail writes it.
     bool ok = i < tail_from && IsConv2d(n, g) && n.in.size() == 3 && n.out.size() == 1 && bias &&
-              bias->is_object() && bias->value("v", -1) == n.in[2] && !g.IsOutput(n.out[0]);
+              bias->is_object() && bias->value("v", -1) == n.in[2];
     if (ok) {
       const GraphValue& b = g.Value(n.in[2]);
       const GraphValue& y = g.Value(n.out[0]);
@@ -445,6 +447,11 @@ std::optional<MovedConvBiases> ConvBiasesIntoTail(const OpGraph& g, std::size_t 
     m.graph.nodes.push_back(std::move(conv));
     adds.push_back(std::move(add));
     ++m.moved;
+  }
+  if (tail_from >= g.nodes.size()) {  // no tail yet: the adds make one at the end
+    m.tail_from = m.graph.nodes.size();
+    for (GraphNode& a : adds) m.graph.nodes.push_back(std::move(a));
+    adds.clear();
   }
   if (m.moved == 0 || !adds.empty()) return std::nullopt;
   Renumber(m.graph);

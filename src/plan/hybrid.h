@@ -116,12 +116,14 @@ struct KernelPool {
 std::vector<KernelPool> KernelPools(const OpGraph& g);
 
 /// The graph with each 2-D convolution whose output only nodes from
-/// `tail_from` on read (not an output) run without its 1-D bias, the bias
-/// added back by a broadcast add placed right before the tail, so a fused
-/// tail applies it in its own pass (PyTorch adds a convolution's bias in a
-/// pass of its own). The bias is viewed as [C, 1, 1] right where the
-/// convolution ran; `tail_from` is then the first of those adds. nullopt
-/// when no convolution qualifies.
+/// `tail_from` on read (or the forward returns) run without its 1-D bias,
+/// the bias added back by a broadcast add placed right before the tail, so
+/// a fused tail applies it in its own pass (PyTorch adds a convolution's
+/// bias in a pass of its own). The bias is viewed as [C, 1, 1] right where
+/// the convolution ran; `tail_from` is then the first of those adds. With
+/// `tail_from` past the last node, the adds are a tail of their own at the
+/// end (a returned convolution output). nullopt when no convolution
+/// qualifies.
 struct MovedConvBiases {
   OpGraph graph;
   std::size_t tail_from = 0;

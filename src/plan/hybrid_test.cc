@@ -65,9 +65,10 @@ std::optional<PlanOption> ChannelsLastOption(const std::string& level, const std
 
 /// The suite's convolution networks: level, stem, whether a fused tail follows.
 const std::vector<std::tuple<std::string, std::string, bool>> kConvTasks = {
-    {"level1", "26_conv2d", false},
+    // A returned convolution's bias is a tail of its own.
+    {"level1", "26_conv2d", true},
     {"level1", "27_depthwise_conv2d", false},
-    {"level1", "28_conv_transpose2d", false},
+    {"level1", "28_conv_transpose2d", true},
     {"level2", "02_conv2d_relu_biasadd", true},
     {"level2", "04_conv2d_groupnorm_tanh_hardswish_residual", true},
     // Its add + ReLU go into the second BatchNorm's kernel: no tail.
@@ -226,6 +227,24 @@ TEST(Hybrid, ConvolutionNetworksGetAChannelsLastReplayWithLayoutKnobs) {
     EXPECT_EQ(m->graph.Producer(g.nodes[0].out[0])->index, 2);
     // Read by a node before the tail: the bias stays.
     EXPECT_FALSE(ConvBiasesIntoTail(g, 2));
+  }
+  // A convolution the forward returns: with no tail, its bias becomes one
+  // at the end, and the add remakes the returned value.
+  for (const char* stem : {"26_conv2d", "28_conv_transpose2d"}) {
+    const auto g = *OpGraphFromJson(ReadJsonFile(testing::SourceDir() / "tests" / "data" /
+                                                 "graphs" / fmt::format("level1_{}.json", stem)));
+    const auto m = ConvBiasesIntoTail(g, g.nodes.size());
+    ASSERT_TRUE(m) << stem;
+    EXPECT_EQ(m->moved, 1);
+    EXPECT_EQ(m->tail_from, m->graph.nodes.size() - 1);
+    EXPECT_EQ(m->graph.nodes.back().base, "add");
+    EXPECT_EQ(m->graph.nodes.back().out[0], g.outputs[0]);
+    const auto o = ChannelsLastOption("level1", stem);
+    EXPECT_TRUE(o->detail.value("bias_tail", false)) << stem;
+    EXPECT_EQ(o->detail.value("tail_conv_biases", 0), 1) << stem;
+    EXPECT_NE(o->candidate.source.find("_kopt_tail([_kopt_either(v"), std::string::npos) << stem;
+    EXPECT_NE(o->about.find("returned convolution(s) run without their bias"), std::string::npos)
+        << o->about;
   }
   // A group norm only the tail reads runs as its statistics; the tail
   // applies x * scale + shift, reading the NHWC convolution output as it is.

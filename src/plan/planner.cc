@@ -390,11 +390,30 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
         moved_biases = m->moved;
       }
     }
+  // No tail, and a convolution whose output the forward returns: its bias
+  // becomes a tail of its own, one kernel that reads the NHWC output, adds
+  // the bias and writes NCHW (PyTorch adds the bias in a pass of its own,
+  // and the replay would convert the output back in another).
+  bool bias_tail = false;
+  if (!tail && ro.channels_last)
+    if (auto m = ConvBiasesIntoTail(tg, tg.nodes.size())) {
+      FusionResult f = FuseTail(m->graph, m->tail_from);
+      std::string why_moved;
+      std::optional<std::string> moved;
+      if (f.kernel && f.kernel->kind == "elementwise" &&
+          (moved =
+               ReplaySource(m->graph, &*f.kernel, m->tail_from, in.task_source, ro, &why_moved))) {
+        src = std::move(moved);
+        moved_biases = m->moved;
+        bias_tail = true;
+      }
+    }
   int convs = 0;
   for (const GraphNode& n : g.nodes) convs += n.base.find("conv") != std::string::npos ? 1 : 0;
   const bool pool_first = src->find("\nPOOL_FIRST = 1") != std::string::npos;
   auto tail_ops = tail ? OpNames(g, tail->first, g.nodes.size()) : std::vector<std::string>{};
   if (folded_norms) tail_ops.insert(tail_ops.begin(), "native_group_norm");
+  if (bias_tail) tail_ops = {"add"};
   std::vector<std::string> what, why_pays;
   if (ro.channels_last) {
     what.push_back("convolutions channels-last");
@@ -473,6 +492,13 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
   o.space = "library";
   o.label = fmt::format("PyTorch ops, {}", fmt::join(what, ", "));
   if (tail) o.label += fmt::format(" + one kernel for {}", fmt::join(tail_ops, " -> "));
+  if (bias_tail) {
+    o.label += " + one kernel for the convolution bias";
+    why_pays.push_back(fmt::format(
+        "{} returned convolution(s) run without their bias; one elementwise kernel adds it, "
+        "reading the NHWC output as it is and writing NCHW (no bias pass, no conversion pass)",
+        moved_biases));
+  }
   if (tail) {
     // Over a 4-D shape in a channels-last replay the tail reads NHWC values
     // as they are and writes NCHW (Replay::Tail).
@@ -506,6 +532,7 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
               {"reuse_weights", ro.reuse_weights},
               {"tail_ops", tail_ops},
               {"tail_conv_biases", moved_biases},
+              {"bias_tail", bias_tail},
               {"tail_group_norms", folded_norms}};
   if (tail) {
     o.detail["tail_from_node"] = tail->first;
