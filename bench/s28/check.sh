@@ -13,8 +13,9 @@ nvidia-smi --query-gpu=name --format=csv,noheader
 $K optimize tasks/level1/04_softmax.py tasks/level1/05_log_softmax.py tasks/level1/12_max_dim.py \
   tasks/level1/14_maxpool2d.py tasks/level1/15_avgpool2d.py tasks/unseen/02_softmax_dim1_temperature.py \
   tasks/unseen/03_rmsnorm_silu_gate.py tasks/unseen/06_logsumexp_lastdim.py \
-  tasks/level1/26_conv2d.py tasks/level1/28_conv_transpose2d.py --budget 250s --no-shipped --profile none --json "$OUT/opt.json" > "$OUT/opt.log" 2>&1
-grep -A16 "^task " "$OUT/opt.log" | head -30
+  tasks/level1/26_conv2d.py tasks/level1/28_conv_transpose2d.py bench/s28/tasks/diag_matmul.py \
+  bench/s28/tasks/kl_div_batchmean.py --budget 280s --no-shipped --profile none --json "$OUT/opt.json" > "$OUT/opt.log" 2>&1
+grep -A18 "^task " "$OUT/opt.log" | head -30
 python3 bench/s28/torch_kernels.py tasks/level1/26_conv2d.py tasks/level1/28_conv_transpose2d.py \
   > "$OUT/torch_kernels.log" 2>&1
 grep -v Warn "$OUT/torch_kernels.log" | head -90

@@ -63,6 +63,9 @@ struct Leaf {
   /// [C] added to a mean over H and W of [N, C, H, W]): read at the row index.
   bool lead = false;
   std::string dtype = "float32";  ///< its element type in memory (read as float)
+  /// The ABI tensor's captured shape when the graph reads it viewed as
+  /// `shape` (v.view(N, 1)); empty when the two are the same.
+  std::vector<long long> src;
 };
 
 /// A value computed in the kernel: `name = expr`, in element or row scope.
@@ -273,8 +276,9 @@ class Builder {
     return OneDim(OpGraph::Arg(n, 1, "dim"), rank);
   }
 
-  /// The kernel's view of value `id`, creating a leaf for an ABI input.
-  const Val* Get(int id, std::string* why) {
+  /// The kernel's view of value `id`, creating a leaf for an ABI input
+  /// (with `as_shape` instead of its own shape when given).
+  const Val* Get(int id, std::string* why, const std::vector<long long>* as_shape = nullptr) {
     if (auto it = vals_.find(id); it != vals_.end()) return &it->second;
     const GraphValue& v = g_.Value(id);
     const bool before =
@@ -297,7 +301,9 @@ class Builder {
       *why = fmt::format("value {} comes from before the fused ops", id);
       return nullptr;
     }
-    return AddLeaf(id, index, v.shape, v.dtype, why);
+    const Val* r = AddLeaf(id, index, as_shape ? *as_shape : v.shape, v.dtype, why);
+    if (r && as_shape && *as_shape != v.shape) p_.leaves.back().src = v.shape;
+    return r;
   }
 
   /// The last leaf added, as a row value of `id`: one read per row, at
@@ -470,6 +476,16 @@ class Builder {
     }
     const GraphValue& in = g_.Value(n.in[0]);
     const GraphValue& out = g_.Value(n.out[0]);
+    // An input that broadcasts only as viewed (a vector v.view(N, 1) scaling
+    // rows): its leaf takes the view's shape, for this view alone.
+    if (n.base != "expand" && !vals_.count(in.id) && in.Numel() == out.Numel() &&
+        !BroadcastsTo(in.shape, p_.F) && BroadcastsTo(out.shape, p_.F)) {
+      const Val* v = Get(in.id, why, &out.shape);
+      if (!v) return false;
+      vals_[out.id] = *v;
+      vals_.erase(in.id);
+      return true;
+    }
     const Val* v = Get(n.in[0], why);
     if (!v) return false;
     if (v->leaf >= 0 && !p_.leaves[static_cast<std::size_t>(v->leaf)].full && n.base != "expand") {
@@ -481,7 +497,10 @@ class Builder {
         return true;
       }
       const Leaf& from = p_.leaves[static_cast<std::size_t>(v->leaf)];
-      return AddLeaf(out.id, from.abi, out.shape, from.dtype, why) != nullptr;
+      const std::vector<long long> src = from.src.empty() ? from.shape : from.src;
+      if (!AddLeaf(out.id, from.abi, out.shape, from.dtype, why)) return false;
+      if (src != out.shape) p_.leaves.back().src = src;
+      return true;
     }
     if (n.base == "expand" && v->leaf >= 0) {
       vals_[out.id] = *v;  // broadcasting is right-aligned against F either way
@@ -572,6 +591,11 @@ class Builder {
         e = fmt::format(
             "({} - {})", y->expr,
             alpha == 1.0 ? x->expr : fmt::format("({} * {})", FloatLiteral(alpha), x->expr));
+    } else if (b == "xlogy") {
+      const Operand* x = op(0, "self");
+      const Operand* y = x ? op(1, "other") : nullptr;
+      if (!y) return false;
+      e = fmt::format("kopt_xlogy({}, {})", x->expr, y->expr);
     } else if (b == "mul" || b == "div" || b == "maximum" || b == "minimum" || b == "fmax" ||
                b == "fmin") {
       if (b == "div") {
@@ -1134,6 +1158,42 @@ class Builder {
   }
 
   /// kopt_forward: checks, the broadcast tables, the launch.
+  /// The tensor leaf `l`'s broadcast is computed from: in[abi], or, for a
+  /// broadcast input read viewed, V<l> defined into `s`: the runtime
+  /// tensor's dims with the view's inserted 1s (so a second shape of the
+  /// task still broadcasts), or the captured view's shape when the view
+  /// does more than insert 1s (the element count is checked).
+  std::string ViewedAs(const Leaf& leaf, std::size_t l, std::string* s) const {
+    const std::string t = fmt::format("in[{}]", leaf.abi);
+    if (leaf.full || leaf.col || leaf.src.empty() || leaf.src == leaf.shape) return t;
+    std::vector<int> from(leaf.shape.size(), -1);  // view dim -> src dim, -1: an inserted 1
+    std::size_t j = 0;
+    bool inserts = true;
+    for (std::size_t i = 0; i < leaf.shape.size() && inserts; ++i) {
+      while (j < leaf.src.size() && leaf.src[j] == 1 && leaf.shape[i] != 1) ++j;  // squeezed
+      if (j < leaf.src.size() && leaf.shape[i] == leaf.src[j])
+        from[i] = static_cast<int>(j++);
+      else if (leaf.shape[i] != 1)
+        inserts = false;
+    }
+    while (j < leaf.src.size() && leaf.src[j] == 1) ++j;
+    inserts = inserts && j == leaf.src.size();
+    const std::string v = fmt::format("V{}", l);
+    *s += fmt::format("  kopt_tensor {0} = {1};  // {1} as the graph views it\n  {0}.ndim = {2};\n",
+                      v, t, leaf.shape.size());
+    if (inserts) {
+      *s += fmt::format("  if ({}.ndim != {}) return 4;\n", t, leaf.src.size());
+      for (std::size_t i = 0; i < leaf.shape.size(); ++i)
+        *s += from[i] >= 0 ? fmt::format("  {}.shape[{}] = {}.shape[{}];\n", v, i, t, from[i])
+                           : fmt::format("  {}.shape[{}] = 1;\n", v, i);
+    } else {
+      *s += fmt::format("  if (kopt_numel({}) != {}LL) return 4;\n", t, Numel(leaf.shape));
+      for (std::size_t i = 0; i < leaf.shape.size(); ++i)
+        *s += fmt::format("  {}.shape[{}] = {}LL;\n", v, i, leaf.shape[i]);
+    }
+    return v;
+  }
+
   std::string Forward(const std::string& launch,
                       const std::string& rows = "cols > 0 ? n / cols : 0", bool cl = false) const {
     int max_abi = -1;
@@ -1187,14 +1247,17 @@ class Builder {
             "  if (in[{0}].dtype != {2} || !kopt_is_contiguous(in[{0}])) return 3;\n"
             "  a.p{1} = static_cast<const {3}*>(in[{0}].data);\n",
             leaf.abi, l, AbiDtype(CType(leaf.dtype)), CType(leaf.dtype));
+      // A broadcast input the graph reads viewed (bias.view(C, 1, 1),
+      // v.view(N, 1)) broadcasts with the view's shape: V<l>.
+      const std::string viewed = ViewedAs(leaf, l, &s);
       if (leaf.full)
         s += fmt::format("  if (kopt_numel(in[{}]) != n) return 4;\n", leaf.abi);
       else if (leaf.lead)
         s += fmt::format(
             "  {{\n    // The rows' shape: F without its last {1} dim(s).\n"
             "    kopt_tensor R = F;\n    R.ndim = F.ndim - {1};\n"
-            "    if (R.ndim < 0 || !kopt_make_bcast(in[{0}], R, &a.b{2})) return 4;\n  }}\n",
-            leaf.abi, trail_, l);
+            "    if (R.ndim < 0 || !kopt_make_bcast({0}, R, &a.b{2})) return 4;\n  }}\n",
+            viewed, trail_, l);
       else if (leaf.col && trail_ > 1)
         s += fmt::format(
             "  if (kopt_numel(in[{0}]) != cols || in[{0}].ndim < {1}) return 4;\n"
@@ -1207,7 +1270,7 @@ class Builder {
             "4;\n",
             leaf.abi);
       else
-        s += fmt::format("  if (!kopt_make_bcast(in[{}], F, &a.b{})) return 4;\n", leaf.abi, l);
+        s += fmt::format("  if (!kopt_make_bcast({}, F, &a.b{})) return 4;\n", viewed, l);
     }
     for (const Output& o : p_.outputs) {
       s += fmt::format("  if (out[{0}].dtype != {1} || !kopt_is_contiguous(out[{0}])) return 5;\n",
@@ -2147,6 +2210,10 @@ __device__ __forceinline__ float kopt_min(float a, float b) {
 __device__ __forceinline__ float kopt_max(float a, float b) { return kopt_max_portable(a, b); }
 __device__ __forceinline__ float kopt_min(float a, float b) { return kopt_min_portable(a, b); }
 #endif
+// torch.xlogy: 0 where x is 0 (unless y is NaN), else x * log(y).
+__device__ __forceinline__ float kopt_xlogy(float x, float y) {
+  return (x == 0.0f && y == y) ? 0.0f : x * logf(y);
+}
 // exp(x - m) with m = -inf (an all -inf row) giving exp(-inf - -inf) = NaN like torch.
 __device__ __forceinline__ float kopt_exp_shift(float x, float m) { return expf(x - m); }
 __device__ __forceinline__ float kopt_lse(float m, float s) { return isinf(m) ? m : m + logf(s); }
@@ -2473,6 +2540,30 @@ FusionResult FuseTotal(const OpGraph& graph, const std::string& why_whole) {
     loss.out = {per.id};
     g.nodes.push_back(total);
   }
+  // Scalar steps after the total (a KL divergence's batchmean divides the
+  // sum by the batch; a loss weight multiplies it): the total kernel
+  // applies them as it writes, in order.
+  std::vector<std::pair<std::string, double>> post;  // ("/" or "*", constant)
+  while (g.nodes.size() >= 2) {
+    const GraphNode& t = g.nodes.back();
+    const GraphNode& prev = g.nodes[g.nodes.size() - 2];
+    const Json* c = OpGraph::Arg(t, 1, "other");
+    const Json* rm = OpGraph::Arg(t, 2, "rounding_mode");
+    const bool ok = (t.base == "div" || t.base == "mul") && !t.inplace && t.in.size() == 1 &&
+                    t.out.size() == 1 && t.out[0] == g.outputs[0] && c && c->is_number() &&
+                    (!rm || rm->is_null()) && prev.out.size() == 1 && prev.out[0] == t.in[0] &&
+                    g.Value(t.in[0]).Numel() == 1 && g.Consumers(t.in[0]).size() == 1 &&
+                    !g.IsOutput(t.in[0]) && g.Value(t.out[0]).dtype == "float32";
+    if (!ok) break;
+    post.insert(post.begin(), {t.base == "div" ? "/" : "*", c->get<double>()});
+    const int y = t.out[0];
+    g.nodes.pop_back();
+    GraphNode& p = g.nodes.back();
+    p.out[0] = y;
+    GraphValue& yv = g.values.at(static_cast<std::size_t>(y));
+    yv.node = p.index;
+    yv.output = 0;
+  }
   const GraphNode& last = g.nodes.back();
   static const std::set<std::string> kTotals = {"sum", "mean", "amax", "amin", "max", "min"};
   if (!kTotals.count(last.base) || last.out.size() != 1 || last.out[0] != g.outputs[0] ||
@@ -2514,6 +2605,8 @@ FusionResult FuseTotal(const OpGraph& graph, const std::string& why_whole) {
   const std::size_t at = k.source.find(exported);
   if (at == std::string::npos) return none;
   k.source.replace(at, exported.size(), "static int kopt_forward_rows(");
+  std::string written = "red[0] * scale";
+  for (const auto& [o, c] : post) written = fmt::format("({} {} {})", written, o, FloatLiteral(c));
   const bool is_max = base == "amax" || base == "max", is_min = base == "amin" || base == "min";
   const std::string identity = is_max ? "-INFINITY" : is_min ? "INFINITY" : "0.0f";
   // max and min keep a NaN, as torch.amax does.
@@ -2540,7 +2633,7 @@ __global__ void __launch_bounds__(1024) kopt_total_kernel(const float* __restric
     if ((int)threadIdx.x < s) red[threadIdx.x] = kopt_total_op(red[threadIdx.x], red[threadIdx.x + s]);
     __syncthreads();
   }}
-  if (threadIdx.x == 0) out[0] = red[0] * scale;
+  if (threadIdx.x == 0) out[0] = {4};
 }}
 
 extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, int n_out,
@@ -2565,7 +2658,8 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
   return (int)cudaGetLastError();
 }}
 )",
-                  identity, combine, k.shape_input, base == "mean" ? "1.0f / (float)rows" : "1.0f");
+                  identity, combine, k.shape_input, base == "mean" ? "1.0f / (float)rows" : "1.0f",
+                  written);
   k.kind = "total";
   k.about += fmt::format(", then one block combines the {} row values in a fixed order", rows);
   k.ops = per_row.kernel->ops;

@@ -787,6 +787,61 @@ std::optional<DepthwiseConvMatch> MatchDepthwiseConv(const OpGraph& g,
 
 }  // namespace
 
+std::optional<OpGraph> DiagonalProductsAsScales(const OpGraph& g) {
+  OpGraph r = g;
+  int rewritten = 0;
+  for (GraphNode& mm : r.nodes) {
+    if (mm.base != "mm" || mm.in.size() != 2 || mm.out.size() != 1) continue;
+    for (std::size_t side = 0; side < 2; ++side) {
+      const GraphNode* d = g.Producer(mm.in[side]);
+      // torch.diag(v) reaches the dispatcher as diag (torch 1.x) or as
+      // diag_embed(v, offset, dim1, dim2) (2.x).
+      if (!d || (d->base != "diag" && d->base != "diag_embed") || d->in.size() != 1 ||
+          d->out.size() != 1 || d->inplace)
+        continue;
+      const GraphValue& v = g.Value(d->in[0]);
+      const GraphValue& dv = g.Value(d->out[0]);
+      auto is = [&](std::size_t i, const char* kw, std::initializer_list<long long> ok) {
+        const Json* a = OpGraph::Arg(*d, i, kw);
+        if (!a || a->is_null()) return true;
+        if (!a->is_number_integer()) return false;
+        for (long long o : ok)
+          if (a->get<long long>() == o) return true;
+        return false;
+      };
+      const bool main = d->base == "diag"
+                            ? is(1, "diagonal", {0})
+                            : is(1, "offset", {0}) && is(2, "dim1", {0, -2}) && is(3, "dim2", {1, -1});
+      if (!main || v.shape.size() != 1 || dv.shape.size() != 2 || dv.shape[0] != v.shape[0] ||
+          dv.shape[1] != v.shape[0] || g.IsOutput(d->out[0]) ||
+          g.Consumers(d->out[0]).size() != 1 || v.dtype != dv.dtype ||
+          g.Value(mm.in[1 - side]).dtype != v.dtype)
+        continue;
+      // diag(v) @ B scales B's rows by v; A @ diag(v) scales A's columns.
+      const std::vector<long long> shape =
+          side == 0 ? std::vector<long long>{v.shape[0], 1} : std::vector<long long>{1, v.shape[0]};
+      GraphNode& view = r.nodes[static_cast<std::size_t>(d->index)];
+      view.op = "aten::view";
+      view.base = "view";
+      view.args = Json::array({Json{{"v", v.id}}, shape});
+      view.kwargs = Json::object();
+      view.flops = 0;
+      view.matrix = false;
+      r.values[static_cast<std::size_t>(d->out[0])].shape = shape;
+      mm.op = "aten::mul";
+      mm.base = "mul";
+      mm.args = Json::array({Json{{"v", mm.in[0]}}, Json{{"v", mm.in[1]}}});
+      mm.kwargs = Json::object();
+      mm.flops = static_cast<double>(g.Value(mm.out[0]).Numel());
+      mm.matrix = false;
+      ++rewritten;
+      break;
+    }
+  }
+  if (rewritten == 0) return std::nullopt;
+  return r;
+}
+
 std::string WhyNotGraphed(const OpGraph& g, const Contract& c) {
   if (c.training.rfind("batch statistics", 0) == 0)
     return "BatchNorm in training mode updates its running buffers on every call";
@@ -1162,6 +1217,33 @@ Plan MakePlan(const PlanInputs& in) {
         "hand-written "
         "solutions are planned");
   } else {
+    // Products by a diagonal matrix as the broadcast multiplies they are:
+    // one elementwise kernel where the reference runs a GEMM.
+    if (auto d = DiagonalProductsAsScales(*graph)) {
+      FusionResult fd = FuseGraph(*d);
+      if (fd.kernel) {
+        PlanOption o;
+        o.space = "fused";
+        o.label = fmt::format("diagonal products as scales, fused {} kernel", fd.kernel->kind);
+        o.about = "algebraic rewrite: a product by diag(v) scales the other operand's rows (or "
+                  "columns) by v, so the GEMM over a mostly-zero matrix becomes one pass over "
+                  "the operand; " +
+                  fd.kernel->about;
+        o.candidate.kind = CandidateKind::kCuda;
+        o.candidate.source = fd.kernel->source;
+        o.candidate.name = in.task_stem + "[diag-scale]";
+        o.detail = {{"space", "fused"},
+                    {"fused_kind", fd.kernel->kind},
+                    {"passes", fd.kernel->passes},
+                    {"ops", fd.kernel->ops},
+                    {"algebraic", true}};
+        const double hard_floor = in.bundle ? in.bundle->hard_floor_ms : 0;
+        o.est_ms = hard_floor > 0 ? hard_floor * 1.3 : 0;
+        plan.options.push_back(std::move(o));
+      } else {
+        plan.notes.push_back("no kernel for the diagonal products as scales: " + fd.why_not);
+      }
+    }
     FusionResult f = FuseGraph(*graph);
     std::optional<PlanOption> column;  // offered after the templates (below)
     if (f.kernel) {

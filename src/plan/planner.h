@@ -66,6 +66,15 @@ Plan MakePlan(const PlanInputs& in);
 /// in-place write to a parameter, buffer or input) and freezes random draws.
 std::string WhyNotGraphed(const OpGraph& g, const Contract& c);
 
+/// The graph with each product by a diagonal matrix made from a vector
+/// (mm(diag(v), B), mm(A, diag(v)); diag or diag_embed of a vector, read
+/// by nothing else) as the
+/// broadcast multiply it equals: v viewed [N, 1] (or [1, N]) times the
+/// other operand. O(N^2) memory traffic instead of an O(N^3) GEMM over a
+/// mostly-zero matrix; the results match exactly for finite inputs (the
+/// GEMM adds exact zeros). nullopt when the graph has no such product.
+std::optional<OpGraph> DiagonalProductsAsScales(const OpGraph& g);
+
 /// The template instantiations the graph matches (exposed for tests).
 /// `cc` is the device's compute capability (90 for 9.0; 0 unknown):
 /// templates that need sm_90a (wgmma) are offered on 9.0 only.

@@ -167,6 +167,84 @@ TEST(Planner, OffersTheFusedKernelFirstAndSaysWhyNotOtherwise) {
   EXPECT_EQ(Slots(PlanOf("level2_03_linear_dropout_mish_logsoftmax"), "gemm/gemm_3xtf32"), nullptr);
 }
 
+/// diag(a) @ B @ diag(c) as captured: `diag` as torch 1.x records it,
+/// `diag_embed` (offset 0, dims -2 and -1) as torch 2.x does.
+Json DiagGraph(const std::string& diag) {
+  auto node = [&](std::vector<int> in, int out, std::vector<long long> in_shape) {
+    Json args = Json::array();
+    for (int v : in) args.push_back(Json{{"v", v}});
+    if (diag == "diag_embed" && in.size() == 1) {
+      args.push_back(0);
+      args.push_back(-2);
+      args.push_back(-1);
+    }
+    return Json{{"op", in.size() == 1 ? "aten::" + diag : std::string("aten::mm")},
+                {"args", args},
+                {"in", in},
+                {"out", {out}},
+                {"in_shapes", {in_shape}}};
+  };
+  auto abi = [](std::vector<long long> shape, int index) {
+    return Json{{"dtype", "float32"},
+                {"shape", shape},
+                {"source", {{"kind", "abi"}, {"role", "input"}, {"index", index}}}};
+  };
+  auto made = [](std::vector<long long> shape, int node) {
+    return Json{{"dtype", "float32"},
+                {"shape", shape},
+                {"source", {{"kind", "op"}, {"node", node}, {"output", 0}}}};
+  };
+  return Json{{"version", 2},
+              {"nodes",
+               {node({0}, 3, {37}), node({3, 1}, 4, {37, 37}), node({2}, 5, {53}),
+                node({4, 5}, 6, {37, 53})}},
+              {"values",
+               {abi({37}, 0), abi({37, 53}, 1), abi({53}, 2), made({37, 37}, 0), made({37, 53}, 1),
+                made({53, 53}, 2), made({37, 53}, 3)}},
+              {"outputs", {6}}};
+}
+
+TEST(Planner, ProductsByADiagonalMatrixBecomeOneElementwiseKernel) {
+  static const auto templates = LoadTemplates(testing::SourceDir() / "kernels");
+  for (const std::string diag : {"diag", "diag_embed"}) {
+    const auto g = OpGraphFromJson(DiagGraph(diag));
+    ASSERT_TRUE(g);
+    const auto r = DiagonalProductsAsScales(*g);
+    ASSERT_TRUE(r) << diag;
+    // Rows of B scaled by a viewed [37, 1], then columns by c viewed [1, 53].
+    EXPECT_EQ(r->nodes[0].base, "view");
+    EXPECT_EQ(r->Value(r->nodes[0].out[0]).shape, (std::vector<long long>{37, 1}));
+    EXPECT_EQ(r->nodes[1].base, "mul");
+    EXPECT_EQ(r->Value(r->nodes[2].out[0]).shape, (std::vector<long long>{1, 53}));
+    EXPECT_EQ(r->nodes[3].base, "mul");
+    TaskBundle b;
+    b.graph = DiagGraph(diag);
+    b.floor_ms = 1.0;
+    b.hard_floor_ms = 0.01;
+    PlanInputs in;
+    in.bundle = &b;
+    in.task_stem = "diag_scale";
+    in.templates = templates;
+    const Plan p = MakePlan(in);
+    ASSERT_FALSE(p.options.empty()) << diag;
+    EXPECT_EQ(p.options[0].candidate.name, "diag_scale[diag-scale]");
+    EXPECT_EQ(p.options[0].detail.value("fused_kind", ""), "elementwise");
+    EXPECT_TRUE(p.options[0].detail.value("algebraic", false));
+    EXPECT_NEAR(p.options[0].est_ms, 0.013, 1e-9);
+  }
+  // An off-diagonal or a diag read twice stays a GEMM.
+  Json off = DiagGraph("diag_embed");
+  off["nodes"][0]["args"][1] = 1;
+  off["nodes"][2]["args"][1] = 1;
+  EXPECT_FALSE(DiagonalProductsAsScales(*OpGraphFromJson(off)));
+  Json twice = DiagGraph("diag");
+  twice["outputs"] = {3, 6};
+  const auto r = DiagonalProductsAsScales(*OpGraphFromJson(twice));
+  ASSERT_TRUE(r);  // the second product still qualifies
+  EXPECT_EQ(r->nodes[1].base, "mm");
+  EXPECT_EQ(r->nodes[3].base, "mul");
+}
+
 TEST(Planner, OffersACudaGraphReplayOnlyWhenTheReferenceIsLaunchBoundAndStateless) {
   static const auto templates = LoadTemplates(testing::SourceDir() / "kernels");
   auto plan = [&](const std::string& graph, const std::string& task, double eager, double busy,
