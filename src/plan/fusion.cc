@@ -2613,8 +2613,7 @@ FusionResult FuseTotal(const OpGraph& graph, const std::string& why_whole) {
   const std::string combine = is_max   ? "(a != a || a >= b) ? a : b"
                               : is_min ? "(a != a || a <= b) ? a : b"
                                        : "a + b";
-  k.source +=
-      fmt::format(R"(
+  k.source += fmt::format(R"(
 #include <kopt/scratch.h>
 
 // The total: the row values combined by one block in a fixed order (the
@@ -2658,8 +2657,8 @@ extern "C" int kopt_forward(const kopt_tensor* in, int n_in, kopt_tensor* out, i
   return (int)cudaGetLastError();
 }}
 )",
-                  identity, combine, k.shape_input, base == "mean" ? "1.0f / (float)rows" : "1.0f",
-                  written);
+                          identity, combine, k.shape_input,
+                          base == "mean" ? "1.0f / (float)rows" : "1.0f", written);
   k.kind = "total";
   k.about += fmt::format(", then one block combines the {} row values in a fixed order", rows);
   k.ops = per_row.kernel->ops;

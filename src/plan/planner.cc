@@ -809,9 +809,9 @@ std::optional<OpGraph> DiagonalProductsAsScales(const OpGraph& g) {
           if (a->get<long long>() == o) return true;
         return false;
       };
-      const bool main = d->base == "diag"
-                            ? is(1, "diagonal", {0})
-                            : is(1, "offset", {0}) && is(2, "dim1", {0, -2}) && is(3, "dim2", {1, -1});
+      const bool main = d->base == "diag" ? is(1, "diagonal", {0})
+                                          : is(1, "offset", {0}) && is(2, "dim1", {0, -2}) &&
+                                                is(3, "dim2", {1, -1});
       if (!main || v.shape.size() != 1 || dv.shape.size() != 2 || dv.shape[0] != v.shape[0] ||
           dv.shape[1] != v.shape[0] || g.IsOutput(d->out[0]) ||
           g.Consumers(d->out[0]).size() != 1 || v.dtype != dv.dtype ||
@@ -1225,10 +1225,11 @@ Plan MakePlan(const PlanInputs& in) {
         PlanOption o;
         o.space = "fused";
         o.label = fmt::format("diagonal products as scales, fused {} kernel", fd.kernel->kind);
-        o.about = "algebraic rewrite: a product by diag(v) scales the other operand's rows (or "
-                  "columns) by v, so the GEMM over a mostly-zero matrix becomes one pass over "
-                  "the operand; " +
-                  fd.kernel->about;
+        o.about =
+            "algebraic rewrite: a product by diag(v) scales the other operand's rows (or "
+            "columns) by v, so the GEMM over a mostly-zero matrix becomes one pass over "
+            "the operand; " +
+            fd.kernel->about;
         o.candidate.kind = CandidateKind::kCuda;
         o.candidate.source = fd.kernel->source;
         o.candidate.name = in.task_stem + "[diag-scale]";
