@@ -378,36 +378,27 @@ std::optional<PlanOption> LibraryReplay(const OpGraph& g, const PlanInputs& in,
   // The biases of the convolutions only the elementwise tail reads go into
   // the tail (PyTorch adds each in a pass of its own over the output).
   int moved_biases = 0;
-  if (tail && ro.channels_last && tail->second.kind == "elementwise")
-    if (auto m = ConvBiasesIntoTail(tg, tail->first)) {
-      FusionResult f = FuseTail(m->graph, m->tail_from);
-      std::string why_moved;
-      std::optional<std::string> moved;
-      if (f.kernel && f.kernel->kind == "elementwise" &&
-          (moved =
-               ReplaySource(m->graph, &*f.kernel, m->tail_from, in.task_source, ro, &why_moved))) {
-        src = std::move(moved);
-        moved_biases = m->moved;
-      }
-    }
+  // The replay with the biases of the convolutions only nodes from `from`
+  // on read (or the forward returns) moved into an elementwise tail there.
+  auto move_biases = [&](std::size_t from) {
+    auto m = ConvBiasesIntoTail(tg, from);
+    if (!m) return false;
+    FusionResult f = FuseTail(m->graph, m->tail_from);
+    std::string why_moved;
+    std::optional<std::string> moved;
+    if (!f.kernel || f.kernel->kind != "elementwise" ||
+        !(moved = ReplaySource(m->graph, &*f.kernel, m->tail_from, in.task_source, ro, &why_moved)))
+      return false;
+    src = std::move(moved);
+    moved_biases = m->moved;
+    return true;
+  };
+  if (tail && ro.channels_last && tail->second.kind == "elementwise") move_biases(tail->first);
   // No tail, and a convolution whose output the forward returns: its bias
   // becomes a tail of its own, one kernel that reads the NHWC output, adds
   // the bias and writes NCHW (PyTorch adds the bias in a pass of its own,
   // and the replay would convert the output back in another).
-  bool bias_tail = false;
-  if (!tail && ro.channels_last)
-    if (auto m = ConvBiasesIntoTail(tg, tg.nodes.size())) {
-      FusionResult f = FuseTail(m->graph, m->tail_from);
-      std::string why_moved;
-      std::optional<std::string> moved;
-      if (f.kernel && f.kernel->kind == "elementwise" &&
-          (moved =
-               ReplaySource(m->graph, &*f.kernel, m->tail_from, in.task_source, ro, &why_moved))) {
-        src = std::move(moved);
-        moved_biases = m->moved;
-        bias_tail = true;
-      }
-    }
+  const bool bias_tail = !tail && ro.channels_last && move_biases(tg.nodes.size());
   int convs = 0;
   for (const GraphNode& n : g.nodes) convs += n.base.find("conv") != std::string::npos ? 1 : 0;
   const bool pool_first = src->find("\nPOOL_FIRST = 1") != std::string::npos;
